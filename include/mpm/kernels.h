@@ -1,0 +1,229 @@
+/* Pure pointwise kernels of the material point method.
+ *
+ * Everything declared here works on plain C arrays and a const parameter
+ * struct: no PETSc, no MPI, no global state.  That keeps the physics
+ * unit-testable per point (tests/test_kernels.c) and easy to vectorize.
+ *
+ * Conventions
+ *   - dim is 2 or 3.  Vectors have dim entries, matrices dim*dim entries in
+ *     row-major order (A[i*dim+j]).
+ *   - Equation numbers "(Kx)" refer to Klar et al. 2016, "Drucker-Prager
+ *     elastoplasticity for sand animation" (../shared/seeds/klar2016-...).
+ *   - SI units throughout.
+ */
+#ifndef MPM_KERNELS_H
+#define MPM_KERNELS_H
+
+#include <math.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MPM_MAX_DIM 3
+#define MPM_MAX_STENCIL 4 /* cubic B-spline: 4 nodes per axis */
+
+/* ------------------------------------------------------------------------ */
+/* B-spline interpolation kernels (K5, K6)                                    */
+/* ------------------------------------------------------------------------ */
+typedef enum { MPM_KERNEL_QUADRATIC = 2, MPM_KERNEL_CUBIC = 3 } MPMKernelOrder;
+
+/* Number of grid nodes per axis a particle touches. */
+static inline int mpm_stencil_size(int order) { return order + 1; }
+
+/* 1D weights of the tensor-product B-spline (K6).
+ *   xr   particle coordinate in grid units, (x - origin)/h
+ *   base first node index of the stencil (output)
+ *   w    weights of nodes base..base+order
+ *   dw   d w / d xr (divide by h for a physical gradient)
+ * The quadratic spline is centred on the nearest node; the cubic spline
+ * (K5) uses the two nodes on each side. */
+static inline void mpm_bspline_weights(int order, double xr, int *base, double *w, double *dw)
+{
+  if (order == MPM_KERNEL_QUADRATIC) {
+    const int    b  = (int)floor(xr - 0.5);
+    const double fx = xr - b; /* in [0.5, 1.5) */
+    const double a = 1.5 - fx, c = fx - 1.0, e = fx - 0.5;
+    *base = b;
+    w[0]  = 0.5 * a * a;
+    w[1]  = 0.75 - c * c;
+    w[2]  = 0.5 * e * e;
+    dw[0] = -a;
+    dw[1] = -2.0 * c;
+    dw[2] = e;
+  } else {
+    const int    b  = (int)floor(xr) - 1;
+    const double fx = xr - b; /* in [1, 2): distances to nodes are fx-k */
+    *base = b;
+    for (int k = 0; k < 4; k++) {
+      const double t = fx - k, at = fabs(t);
+      if (at < 1.0) {
+        w[k]  = 0.5 * at * at * at - t * t + 2.0 / 3.0;
+        dw[k] = 1.5 * t * at - 2.0 * t;
+      } else {
+        const double r = 2.0 - at;
+        w[k]  = r * r * r / 6.0;
+        dw[k] = -0.5 * r * r * (t > 0 ? 1.0 : -1.0);
+      }
+    }
+  }
+}
+
+/* APIC inertia tensor D = dinv^-1 I (K8): dinv = 4/h^2 (quadratic), 3/h^2 (cubic). */
+static inline double mpm_apic_dinv(int order, double h) { return (order == MPM_KERNEL_QUADRATIC ? 4.0 : 3.0) / (h * h); }
+
+/* ------------------------------------------------------------------------ */
+/* Small dense linear algebra                                                 */
+/* ------------------------------------------------------------------------ */
+/* Eigen-decomposition of a symmetric dim x dim matrix A = U diag(lam) U^T.
+ * U's columns are the eigenvectors (row-major U[i*dim+k] = component i of
+ * eigenvector k).  3D uses cyclic Jacobi, robust for the nearly repeated
+ * eigenvalues that dominate here (F_E close to a rotation). */
+void mpm_sym_eig(int dim, const double *A, double *lam, double *U);
+
+/* C = A B (dim x dim) */
+static inline void mpm_matmul(int dim, const double *A, const double *B, double *C)
+{
+  for (int i = 0; i < dim; i++)
+    for (int j = 0; j < dim; j++) {
+      double s = 0;
+      for (int k = 0; k < dim; k++) s += A[i * dim + k] * B[k * dim + j];
+      C[i * dim + j] = s;
+    }
+}
+double mpm_det(int dim, const double *A);
+/* Ainv = A^{-1}; returns det(A). */
+double mpm_inverse(int dim, const double *A, double *Ainv);
+
+/* ------------------------------------------------------------------------ */
+/* Constitutive models                                                        */
+/* ------------------------------------------------------------------------ */
+/* Return-mapping outcome, stored per particle as "plastic_case". */
+typedef enum {
+  MPM_CASE_ELASTIC = 0, /* Case I: inside the yield surface (static friction)      */
+  MPM_CASE_TIP     = 1, /* Case II: expansion, projected to the cone tip (no stress) */
+  MPM_CASE_CONE    = 2  /* Case III: projected to the cone surface, volume preserved */
+} MPMPlasticCase;
+
+/* Which Drucker-Prager cone matches a Mohr-Coulomb friction angle phi:
+ *   COMPRESSION   alpha = sqrt(2/3) 2 sin(phi)/(3 - sin(phi))          (K31)
+ *   PLANE_STRAIN  3D:  alpha = sqrt(2) tan(phi)/sqrt(9 + 12 tan^2(phi))
+ *                 2D:  alpha = sin(phi)/sqrt(2), which makes the in-plane
+ *                      yield condition exactly Mohr-Coulomb.
+ * alpha is the coefficient in ||dev tau||_F + alpha tr(tau) <= 0 (K27). */
+typedef enum { MPM_CONE_COMPRESSION = 0, MPM_CONE_PLANE_STRAIN = 1 } MPMConeMatch;
+
+typedef struct {
+  int    dim;
+  double mu, lambda;     /* Lame parameters [Pa] */
+  double h0, h1, h2, h3; /* hardening (K30) [rad], h1 in [rad] per unit q */
+  double cohesion;       /* Mohr-Coulomb cohesion c [Pa]; shifts the cone apex into tension */
+  int    cone;           /* MPMConeMatch */
+  /* derived by mpm_dp_setup() */
+  int    hardening;         /* h1 or h3 nonzero: the cone depends on q */
+  double alpha0, tr_apex0;  /* the cone at q = 0 */
+} MPMDruckerPragerParams;
+
+/* Friction angle phi_F(q) = h0 + (h1 q - h3) exp(-h2 q) (K30) [rad]. */
+static inline double mpm_dp_friction_angle(const MPMDruckerPragerParams *p, double q)
+{
+  return p->h0 + (p->h1 * q - p->h3) * exp(-p->h2 * q);
+}
+double mpm_dp_alpha(int dim, MPMConeMatch cone, double phi);
+/* Fill the derived fields of p (call after setting the inputs). */
+void mpm_dp_setup(MPMDruckerPragerParams *p);
+/* The cone at hardening state q: alpha, and the trace of the Hencky strain
+ * at the apex (0 without cohesion; d c cot(phi)/(d lambda + 2 mu) with). */
+void mpm_dp_cone(const MPMDruckerPragerParams *p, double q, double *alpha, double *tr_apex);
+
+/* Project the principal Hencky strains eps[dim] to the yield surface (K27,
+ * K28, with the cohesion shift), in place.  Returns the case and the
+ * hardening increment dq (K29). */
+MPMPlasticCase mpm_dp_project(const MPMDruckerPragerParams *p, double alpha, double tr_apex, double *eps, double *dq);
+
+/* Full Drucker-Prager particle update: F_E <- Z(F_E, alpha) (K16-K18),
+ * hardening q <- q + dq (K29), plastic volume ratio Jp, and the Kirchhoff
+ * stress tau = dpsi/dF F^T for the next force computation (K23, K26).
+ * Works on the eigen-decomposition of b = F F^T only, so no SVD is needed:
+ * the projection keeps U and V, hence F_E,new = U exp(H) Sigma^-1 U^T F_E. */
+MPMPlasticCase mpm_dp_update(const MPMDruckerPragerParams *p, double *Fe, double *q, double *Jp, double *tau);
+
+/* Hencky elasticity, no plasticity: tau from F_E. */
+void mpm_hencky_stress(int dim, double mu, double lambda, const double *Fe, double *tau);
+/* Hencky energy density psi(F) = mu tr(ln S)^2 + lambda/2 tr(ln S)^2 (K25). */
+double mpm_hencky_energy(int dim, double mu, double lambda, const double *Fe);
+
+/* Compressible neo-Hookean: psi = mu/2 (tr b - d) - mu ln J + lambda/2 ln^2 J,
+ * tau = mu (b - I) + lambda ln J I. */
+void   mpm_neohookean_stress(int dim, double mu, double lambda, const double *Fe, double *tau);
+double mpm_neohookean_energy(int dim, double mu, double lambda, const double *Fe);
+
+/* First Piola-Kirchhoff stress P = tau F^-T from a Kirchhoff stress. */
+void mpm_piola_from_kirchhoff(int dim, const double *tau, const double *F, double *P);
+
+/* Lame parameters from Young's modulus and Poisson's ratio. */
+static inline void mpm_lame(double E, double nu, double *mu, double *lambda)
+{
+  *mu     = E / (2.0 * (1.0 + nu));
+  *lambda = E * nu / ((1.0 + nu) * (1.0 - 2.0 * nu));
+}
+
+/* ------------------------------------------------------------------------ */
+/* Signed distance functions (negative inside)                                */
+/* ------------------------------------------------------------------------ */
+typedef enum { MPM_SHAPE_HALF_SPACE = 0, MPM_SHAPE_BOX, MPM_SHAPE_SPHERE, MPM_SHAPE_CYLINDER } MPMShapeType;
+
+/* Geometry in the shape's own frame, whose origin is the shape's centre:
+ *   half space: { x : n . x <= 0 } is solid, n = normal (unit, points out of the solid)
+ *   box:        half extents a[dim]
+ *   sphere:     radius r (a disk in 2D)
+ *   cylinder:   axis (unit), radius r, half length a[0] (<= 0: infinite); a disk in 2D */
+typedef struct {
+  int          dim;
+  MPMShapeType type;
+  double       n[3];    /* half space normal / cylinder axis */
+  double       a[3];    /* box half extents, cylinder half length in a[0] */
+  double       r;       /* sphere / cylinder radius */
+  int          inside_out; /* 1: the solid is the complement (containers) */
+} MPMShape;
+
+/* phi(x) and grad phi at a point x given in the shape frame. */
+double mpm_sdf(const MPMShape *s, const double *x, double *grad);
+/* Axis-aligned bounding box of the solid in the shape frame (finite shapes only). */
+int mpm_shape_bbox(const MPMShape *s, double *lo, double *hi);
+
+/* Grid-node collision response against a body moving with velocity vb at
+ * the node (K section 8).  v is the node velocity after forces; phi/n the
+ * signed distance and unit normal at the node; returns the projected and
+ * frictional velocity in v.
+ *   mode STICKY:   v = vb where phi <= 0
+ *   mode SLIP:     no normal relative motion where phi <= 0
+ *   mode SEPARATE: phi(x + dt v) >= min(phi(x), 0), linearized
+ * Friction (K 8.1): the normal velocity change dv caused by the projection
+ * limits the tangential correction to mu dv (Coulomb). */
+typedef enum { MPM_BC_STICKY = 0, MPM_BC_SLIP, MPM_BC_SEPARATE, MPM_BC_NONE } MPMBCMode;
+int mpm_collide_node(int dim, MPMBCMode mode, double mu, double phi, const double *n, const double *vb, double dt, double tol, double *v);
+
+/* ------------------------------------------------------------------------ */
+/* Counter-based random numbers: rank-invariant seeding                       */
+/* ------------------------------------------------------------------------ */
+static inline uint64_t mpm_hash64(uint64_t x)
+{
+  /* splitmix64 finalizer */
+  x += 0x9e3779b97f4a7c15ULL;
+  x = (x ^ (x >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  x = (x ^ (x >> 27)) * 0x94d049bb133111ebULL;
+  return x ^ (x >> 31);
+}
+/* Uniform in [0,1) from (seed, key, stream). */
+static inline double mpm_uniform(uint64_t seed, uint64_t key, uint64_t stream)
+{
+  uint64_t h = mpm_hash64(seed ^ mpm_hash64(key ^ mpm_hash64(stream + 0x632be59bd9b4e019ULL)));
+  return (double)(h >> 11) * (1.0 / 9007199254740992.0);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

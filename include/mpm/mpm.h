@@ -1,0 +1,28 @@
+/* Public API of the granular MPM solver.
+ *
+ * A run is: MPMCreate -> MPMSetFromOptions (reads the deck from the PETSc
+ * options database, checks every value) -> MPMRun -> MPMDestroy.
+ * See docs/architecture.md for the main loop and docs/user-guide.md for
+ * the options. */
+#ifndef MPM_H
+#define MPM_H
+
+#include <petscsys.h>
+
+/* PETSc 3.18 (Debian 12) predates PETSC_SUCCESS; later versions define it. */
+#if !PETSC_VERSION_GE(3, 19, 0)
+  #define PETSC_SUCCESS 0
+#endif
+
+typedef struct _p_MPMSim *MPMSim;
+
+PetscErrorCode MPMInitializePackage(void);
+PetscErrorCode MPMCreate(MPI_Comm comm, MPMSim *sim);
+PetscErrorCode MPMSetFromOptions(MPMSim sim);
+PetscErrorCode MPMRun(MPMSim sim);
+PetscErrorCode MPMDestroy(MPMSim *sim);
+/* True when -help was given: the options were listed and nothing runs. */
+PetscBool MPMHelpRequested(MPMSim sim);
+const char *MPMVersion(void);
+
+#endif

@@ -1,0 +1,51 @@
+/* Particle <-> grid transfers on plain arrays (no PETSc, no MPI).
+ *
+ * The grid is a rectangular box of nodes (a rank's owned nodes plus ghosts)
+ * stored node-major with `dof` doubles per node:
+ *   [0]               mass
+ *   [1 .. dim]        momentum after P2G, velocity after the grid update
+ *   [1+dim .. 2 dim]  (FLIP only) the force impulse after P2G, the velocity
+ *                     before forces after the grid update
+ * Node (i,j,k) lives at ((k-gs[2])*gn[1] + (j-gs[1]))*gn[0] + (i-gs[0]). */
+#ifndef MPM_TRANSFER_H
+#define MPM_TRANSFER_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct {
+  int    dim, order, dof;
+  double h, origin[3]; /* node (i,j,k) is at origin + h (i,j,k) */
+  int    gs[3], gn[3]; /* first node index and node count per axis (gn[2] = 1 in 2D) */
+} MPMGridBox;
+
+/* Particle state read and written by the transfers (structure of arrays;
+ * vectors dim per particle, matrices dim*dim). */
+typedef struct {
+  int     n;
+  double *x, *v, *C, *Fe, *tau, *m, *V0;
+} MPMParticleView;
+
+/* P2G (K7, K9) fused with the explicit force (K23): adds to the grid
+ *   mass      w m
+ *   momentum  w m (v + C (x_i - x_p)) - dt V0 tau grad w
+ * C is the APIC velocity gradient B D^-1; pass C = NULL for PIC/FLIP. */
+void mpm_p2g(const MPMGridBox *g, const MPMParticleView *p, double dt, double *grid);
+
+/* G2P (K11-K15): new particle velocity (APIC when flip < 0, otherwise the
+ * PIC/FLIP blend with FLIP fraction `flip`), C = B D^-1 (zero for FLIP),
+ * position x += dt v_grid, F_E <- (I + dt grad v) F_E.  Returns the
+ * largest particle speed squared (for the CFL time step). */
+double mpm_g2p(const MPMGridBox *g, const double *grid, double dt, double flip, MPMParticleView *p);
+
+/* Node index of particle coordinate x along axis a: the cell containing it. */
+static inline int mpm_cell_index(const MPMGridBox *g, int a, double x)
+{
+  return (int)floor((x - g->origin[a]) / g->h);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,28 @@
+/* All PetscLogEvents of the solver, registered in one place: -log_view is
+ * the profile of a run. */
+#include "mpm_impl.h"
+
+PetscLogEvent MPM_EVENT_P2G, MPM_EVENT_GRID_UPDATE, MPM_EVENT_G2P, MPM_EVENT_CONSTITUTIVE, MPM_EVENT_MIGRATE, MPM_EVENT_GHOST,
+  MPM_EVENT_OUTPUT, MPM_EVENT_SORT, MPM_EVENT_SEED, MPM_EVENT_REDUCE;
+
+PetscErrorCode MPMLogEventsRegister(void)
+{
+  static PetscBool registered = PETSC_FALSE;
+  PetscClassId     classid;
+
+  PetscFunctionBeginUser;
+  if (registered) PetscFunctionReturn(PETSC_SUCCESS);
+  registered = PETSC_TRUE;
+  PetscCall(PetscClassIdRegister("MPM", &classid));
+  PetscCall(PetscLogEventRegister("MPMP2G", classid, &MPM_EVENT_P2G));
+  PetscCall(PetscLogEventRegister("MPMGridUpdate", classid, &MPM_EVENT_GRID_UPDATE));
+  PetscCall(PetscLogEventRegister("MPMG2P", classid, &MPM_EVENT_G2P));
+  PetscCall(PetscLogEventRegister("MPMConstitutive", classid, &MPM_EVENT_CONSTITUTIVE));
+  PetscCall(PetscLogEventRegister("MPMMigrate", classid, &MPM_EVENT_MIGRATE));
+  PetscCall(PetscLogEventRegister("MPMGhostExchange", classid, &MPM_EVENT_GHOST));
+  PetscCall(PetscLogEventRegister("MPMOutput", classid, &MPM_EVENT_OUTPUT));
+  PetscCall(PetscLogEventRegister("MPMSort", classid, &MPM_EVENT_SORT));
+  PetscCall(PetscLogEventRegister("MPMSeed", classid, &MPM_EVENT_SEED));
+  PetscCall(PetscLogEventRegister("MPMStepReduce", classid, &MPM_EVENT_REDUCE));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

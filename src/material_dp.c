@@ -1,0 +1,76 @@
+/* Drucker-Prager sand (Klar et al. 2016, sections 6.3 and 7): Hencky-strain
+ * elasticity, the three-case return mapping with volume-preserving
+ * non-associative flow, hardening (K29-K31) and optional cohesion. */
+#include "mpm_impl.h"
+
+static const char *const ConeNames[] = {"compression", "plane_strain", "MPMConeMatch", "MPM_CONE_", NULL};
+
+static MPMPlasticCase DPUpdate(const void *ctx, double *Fe, double *q, double *Jp, double *tau)
+{
+  return mpm_dp_update((const MPMDruckerPragerParams *)ctx, Fe, q, Jp, tau);
+}
+
+static double DPEnergy(const void *ctx, const double *Fe)
+{
+  const MPMDruckerPragerParams *p = (const MPMDruckerPragerParams *)ctx;
+  return mpm_hencky_energy(p->dim, p->mu, p->lambda, Fe);
+}
+
+/* Klar's feasibility (h0 > h3 >= 0, h1, h2 >= 0) and phi_F(q) in [0, 90) deg for all q. */
+static PetscErrorCode DPCheckHardening(MPMMaterial m, const MPMDruckerPragerParams *p)
+{
+  double phimax = 0;
+
+  PetscFunctionBeginUser;
+  PetscCheck(p->h0 >= 0 && p->h0 < PETSC_PI / 2, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT,
+             "-%s_friction_angle (or h0 of -%s_hardening) = %g deg is outside [0, 90) deg", m->name, m->name, p->h0 * 180 / PETSC_PI);
+  PetscCheck(p->h3 >= 0 && p->h3 <= p->h0 && p->h1 >= 0 && p->h2 >= 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT,
+             "-%s_hardening h0,h1,h2,h3 must satisfy h0 >= h3 >= 0 and h1, h2 >= 0 (Klar et al. 2016, eq. 30)", m->name);
+  for (int i = 0; i <= 4000; i++) phimax = PetscMax(phimax, mpm_dp_friction_angle(p, 0.01 * i));
+  PetscCheck(phimax < PETSC_PI / 2, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_hardening reaches a friction angle of %g deg; it must stay below 90 deg", m->name,
+             phimax * 180 / PETSC_PI);
+  PetscCheck(p->cohesion >= 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_cohesion must be >= 0 Pa, got %g", m->name, p->cohesion);
+  PetscCheck(p->cohesion == 0 || p->h0 - p->h3 > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT,
+             "-%s_cohesion > 0 needs a friction angle > 0 (the Drucker-Prager apex sits at c cot(phi))", m->name);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial m, PetscOptionItems *PetscOptionsObject)
+{
+  MPMDruckerPragerParams *p;
+  double                  phi = 30.0, h[4] = {35, 9, 0.2, 10};
+  PetscInt                nh = 4, cone = m->dim == 2 ? MPM_CONE_PLANE_STRAIN : MPM_CONE_COMPRESSION;
+  PetscBool               hset;
+
+  PetscFunctionBeginUser;
+  if (!m->ctx) PetscCall(PetscNew(&p));
+  else p = (MPMDruckerPragerParams *)m->ctx;
+  m->ctx = p;
+  PetscCall(PetscOptionsReal("-friction_angle", "Friction angle phi without hardening [deg]", NULL, phi, &phi, NULL));
+  PetscCall(PetscOptionsRealArray("-hardening", "Hardening h0,h1,h2,h3 of phi_F = h0 + (h1 q - h3) exp(-h2 q) [deg] (replaces -friction_angle)", NULL, h, &nh, &hset));
+  PetscCheck(!hset || nh == 4, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_hardening needs 4 values h0,h1,h2,h3, got %" PetscInt_FMT, m->name, nh);
+  p->cohesion = 0;
+  PetscCall(PetscOptionsReal("-cohesion", "Mohr-Coulomb cohesion c [Pa]", NULL, p->cohesion, &p->cohesion, NULL));
+  PetscCall(PetscOptionsEList("-cone", "Drucker-Prager cone matched to Mohr-Coulomb (plane_strain is exact Mohr-Coulomb in 2D)", NULL, ConeNames, 2, ConeNames[cone], &cone, NULL));
+  p->dim    = (int)m->dim;
+  p->mu     = m->mu;
+  p->lambda = m->lambda;
+  p->cone   = (int)cone;
+  if (hset) {
+    p->h0 = h[0];
+    p->h1 = h[1];
+    p->h2 = h[2];
+    p->h3 = h[3];
+  } else {
+    p->h0 = phi;
+    p->h1 = p->h2 = p->h3 = 0;
+  }
+  p->h0 *= PETSC_PI / 180;
+  p->h1 *= PETSC_PI / 180;
+  p->h3 *= PETSC_PI / 180;
+  PetscCall(DPCheckHardening(m, p));
+  mpm_dp_setup(p);
+  m->update = DPUpdate;
+  m->energy = DPEnergy;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

@@ -1,0 +1,207 @@
+/* Every MPI call of the solver lives in this file, behind a few verbs:
+ *
+ *   MPMGhostScatterAdd   P2G: ghost-node contributions summed into owners
+ *   MPMGhostGather       before G2P: ghost nodes refreshed from owners
+ *   MPMMigrate           particles that left the slab move to their owner
+ *   MPMGlobalStepReduce  the one reduction per step: time step, particle
+ *                        count, particles that left the domain
+ *   MPMGlobalSum/Max/Offset, MPMBarrier, MPMBroadcastInt: bookkeeping at
+ *                        set-up and output time
+ *
+ * Ghost exchange uses the DMDA's scatters (PETSc does the MPI); migration
+ * is explicit. */
+#include "mpm_impl.h"
+
+static MPI_Datatype step_type = MPI_DATATYPE_NULL;
+static MPI_Op       step_op   = MPI_OP_NULL;
+
+static void step_combine(void *in_, void *inout_, int *len, MPI_Datatype *type)
+{
+  const MPMStepReduction *in    = (const MPMStepReduction *)in_;
+  MPMStepReduction       *inout = (MPMStepReduction *)inout_;
+  for (int i = 0; i < *len; i++) {
+    inout[i].dt = PetscMin(inout[i].dt, in[i].dt);
+    inout[i].n += in[i].n;
+    inout[i].outside += in[i].outside;
+    if (in[i].bad_id < inout[i].bad_id) {
+      inout[i].bad_id = in[i].bad_id;
+      for (int a = 0; a < 3; a++) inout[i].bad_x[a] = in[i].bad_x[a];
+    }
+  }
+}
+
+PetscErrorCode MPMParallelSetUp(MPMSim sim)
+{
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(sim->comm, &sim->rank));
+  PetscCallMPI(MPI_Comm_size(sim->comm, &sim->size));
+  if (step_type == MPI_DATATYPE_NULL) {
+    PetscCallMPI(MPI_Type_contiguous((int)sizeof(MPMStepReduction), MPI_BYTE, &step_type));
+    PetscCallMPI(MPI_Type_commit(&step_type));
+    PetscCallMPI(MPI_Op_create(step_combine, 1, &step_op));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMParallelFinalize(void)
+{
+  PetscFunctionBeginUser;
+  if (step_type != MPI_DATATYPE_NULL) {
+    PetscCallMPI(MPI_Type_free(&step_type));
+    PetscCallMPI(MPI_Op_free(&step_op));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMGhostScatterAdd(MPMGrid *g)
+{
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_GHOST, 0, 0, 0, 0));
+  PetscCall(VecZeroEntries(g->global));
+  PetscCall(DMLocalToGlobal(g->da, g->local, ADD_VALUES, g->global));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_GHOST, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMGhostGather(MPMGrid *g)
+{
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_GHOST, 0, 0, 0, 0));
+  PetscCall(DMGlobalToLocal(g->da, g->global, INSERT_VALUES, g->local));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_GHOST, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* A particle is inside while its kernel stencil stays on the padded grid:
+ * within one cell of the physical domain [lo, hi). */
+static PetscBool particle_inside(const MPMGrid *g, const double *x)
+{
+  for (PetscInt a = 0; a < g->dim; a++)
+    if (!(x[a] >= g->lo[a] - g->h && x[a] < g->hi[a] + g->h)) return PETSC_FALSE; /* also catches NaN */
+  return PETSC_TRUE;
+}
+
+/* Classify local particles: stay, leave for rank dest[q], or outside. */
+static void classify(MPMSim sim, PetscInt *dest, PetscMPIInt *sendcount, MPMStepReduction *red)
+{
+  const MPMGrid *g = &sim->grid;
+  MPMParticles  *p = &sim->p;
+  for (PetscInt q = 0; q < p->n; q++) {
+    const double *x = p->x + q * p->dim;
+    if (!particle_inside(g, x)) {
+      dest[q] = -2;
+      red->outside++;
+      if (p->id[q] < red->bad_id) {
+        red->bad_id = p->id[q];
+        for (PetscInt a = 0; a < 3; a++) red->bad_x[a] = a < p->dim ? x[a] : 0.0;
+      }
+      continue;
+    }
+    const PetscInt cell = MPMGridParticleCell(g, x);
+    if (cell >= g->own_lo && cell < g->own_hi) dest[q] = -1;
+    else {
+      dest[q] = MPMGridSlabOwner(g, cell);
+      sendcount[dest[q]]++;
+    }
+  }
+}
+
+PetscErrorCode MPMMigrate(MPMSim sim, MPMStepReduction *red)
+{
+  MPMParticles *p = &sim->p;
+  const size_t  B = p->bytes;
+  PetscInt     *dest, nrecv = 0, start;
+  PetscMPIInt  *scount, *rcount, *soff, *roff, nreq = 0;
+  PetscBool    *keep;
+  char         *sbuf, *rbuf;
+  MPI_Request  *req;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_MIGRATE, 0, 0, 0, 0));
+  red->outside = 0;
+  red->bad_id  = INT64_MAX;
+  PetscCall(PetscCalloc4(sim->size, &scount, sim->size, &rcount, sim->size + 1, &soff, sim->size + 1, &roff));
+  PetscCall(PetscMalloc2(p->n, &dest, p->n, &keep));
+  classify(sim, dest, scount, red);
+  PetscCallMPI(MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, sim->comm));
+  for (PetscMPIInt r = 0; r < sim->size; r++) {
+    soff[r + 1] = soff[r] + scount[r];
+    roff[r + 1] = roff[r] + rcount[r];
+  }
+  nrecv = roff[sim->size];
+  PetscCall(PetscMalloc3(B * (size_t)soff[sim->size] + 1, &sbuf, B * (size_t)nrecv + 1, &rbuf, 2 * sim->size, &req));
+  for (PetscInt q = 0; q < p->n; q++) {
+    keep[q] = dest[q] == -1;
+    if (dest[q] >= 0) MPMParticlesPack(p, q, sbuf + B * (size_t)(soff[dest[q]]++));
+  }
+  for (PetscMPIInt r = sim->size; r > 0; r--) soff[r] = soff[r - 1]; /* undo the packing advance */
+  soff[0] = 0;
+  for (PetscMPIInt r = 0; r < sim->size; r++) {
+    if (rcount[r]) PetscCallMPI(MPI_Irecv(rbuf + B * (size_t)roff[r], (int)(B * rcount[r]), MPI_BYTE, r, 7, sim->comm, &req[nreq++]));
+    if (scount[r]) PetscCallMPI(MPI_Isend(sbuf + B * (size_t)soff[r], (int)(B * scount[r]), MPI_BYTE, r, 7, sim->comm, &req[nreq++]));
+  }
+  PetscCallMPI(MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE));
+  PetscCall(MPMParticlesCompact(p, keep));
+  PetscCall(MPMParticlesAppend(p, nrecv, &start));
+  for (PetscInt q = 0; q < nrecv; q++) MPMParticlesUnpack(p, start + q, rbuf + B * (size_t)q);
+  red->n = p->n;
+  PetscCall(PetscFree3(sbuf, rbuf, req));
+  PetscCall(PetscFree2(dest, keep));
+  PetscCall(PetscFree4(scount, rcount, soff, roff));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_MIGRATE, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMGlobalStepReduce(MPI_Comm comm, MPMStepReduction *red)
+{
+  MPMStepReduction out;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_REDUCE, 0, 0, 0, 0));
+  PetscCallMPI(MPI_Allreduce(red, &out, 1, step_type, step_op, comm));
+  *red = out;
+  PetscCall(PetscLogEventEnd(MPM_EVENT_REDUCE, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMGlobalSum(MPI_Comm comm, double *buf, PetscInt n)
+{
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_DOUBLE, MPI_SUM, comm));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMGlobalMax(MPI_Comm comm, double *buf, PetscInt n)
+{
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_DOUBLE, MPI_MAX, comm));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* offset = sum of `local` over lower ranks; total = global sum. */
+PetscErrorCode MPMGlobalOffset(MPI_Comm comm, int64_t local, int64_t *offset, int64_t *total)
+{
+  PetscMPIInt rank;
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  *offset = 0;
+  PetscCallMPI(MPI_Exscan(&local, offset, 1, MPI_INT64_T, MPI_SUM, comm));
+  if (rank == 0) *offset = 0; /* MPI_Exscan leaves rank 0's result undefined */
+  PetscCallMPI(MPI_Allreduce(&local, total, 1, MPI_INT64_T, MPI_SUM, comm));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMBarrier(MPI_Comm comm)
+{
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Barrier(comm));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMBroadcastInt(MPI_Comm comm, int *value)
+{
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Bcast(value, 1, MPI_INT, 0, comm));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

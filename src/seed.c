@@ -1,0 +1,338 @@
+/* Initial particles (regions) and inflow (emitters).
+ *
+ * Both are rank invariant by construction: particle positions live on a
+ * global lattice of spacing h/ppc aligned with the domain corner, jitter
+ * comes from a counter-based hash of the particle id, and every rank
+ * generates only the lattice points that fall in its own slab.  Ids are
+ * (source + 1) << 48 | lattice index, unique and independent of the rank
+ * count. */
+#include "mpm_impl.h"
+
+static const char *const SamplingNames[] = {"lattice", "jitter", "MPMSampling", "MPM_SAMPLING_", NULL};
+
+#define ID_SHIFT 48
+
+static PetscErrorCode FindMaterial(MPMSim sim, const char *opt, const char *name, PetscInt *idx)
+{
+  char list[1024] = "";
+
+  PetscFunctionBeginUser;
+  for (PetscInt m = 0; m < sim->nmat; m++) {
+    PetscBool same;
+    PetscCall(PetscStrcmp(sim->mat[m]->name, name, &same));
+    if (same) {
+      *idx = m;
+      PetscFunctionReturn(PETSC_SUCCESS);
+    }
+    PetscCall(PetscStrlcat(list, m ? ", " : "", sizeof(list)));
+    PetscCall(PetscStrlcat(list, sim->mat[m]->name, sizeof(list)));
+  }
+  SETERRQ(sim->comm, PETSC_ERR_USER_INPUT, "%s '%s' is not one of the materials listed in -materials (%s)", opt, name, list[0] ? list : "none");
+}
+
+static PetscErrorCode CheckInDomain(MPMSim sim, const char *what, const double *lo, const double *hi)
+{
+  const MPMGrid *g   = &sim->grid;
+  const double   tol = 1e-9 * g->h;
+
+  PetscFunctionBeginUser;
+  for (PetscInt a = 0; a < sim->dim; a++)
+    PetscCheck(lo[a] >= g->lo[a] - tol && hi[a] <= g->hi[a] + tol, sim->comm, PETSC_ERR_USER_INPUT,
+               "%s extends outside the domain along %c: [%g, %g] is not inside [%g, %g] (-domain_lo/-domain_hi)", what, "xyz"[a], lo[a], hi[a], g->lo[a], g->hi[a]);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode RegionSetUp(MPMSim sim, PetscInt r, const char *name)
+{
+  MPMRegion *R = &sim->reg[r];
+  char       prefix[MPM_NAME_LEN + 1], title[2 * MPM_NAME_LEN], mname[MPM_NAME_LEN] = "", what[3 * MPM_NAME_LEN];
+  double     lo[3], hi[3];
+  PetscInt   n = sim->dim, sampling = MPM_SAMPLING_JITTER;
+  PetscBool  set;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscStrncpy(R->name, name, sizeof(R->name)));
+  PetscCall(PetscSNPrintf(prefix, sizeof(prefix), "%s_", name));
+  PetscCall(PetscSNPrintf(title, sizeof(title), "Region '%s'", name));
+  PetscCall(MPMShapeFromOptions(sim->comm, sim->dim, prefix, title, PETSC_FALSE, PETSC_FALSE, &R->ps));
+  if (sim->nmat) PetscCall(PetscStrncpy(mname, sim->mat[0]->name, sizeof(mname)));
+  R->ppc    = 2;
+  R->jitter = 0.5;
+  PetscOptionsBegin(sim->comm, prefix, title, NULL);
+  PetscCall(PetscOptionsString("-material", "Material of the particles (a name from -materials)", NULL, mname, mname, sizeof(mname), NULL));
+  PetscCall(FindMaterial(sim, "-material of a region", mname, &R->mat));
+  R->density = sim->mat[R->mat]->density;
+  PetscCall(PetscOptionsReal("-density", "Density, default the material's [kg/m^3]", NULL, R->density, &R->density, NULL));
+  PetscCall(PetscOptionsInt("-ppc", "Particles per cell along each axis [-]", NULL, R->ppc, &R->ppc, NULL));
+  PetscCall(PetscOptionsEList("-sampling", "Particle placement", NULL, SamplingNames, 2, SamplingNames[sampling], &sampling, NULL));
+  PetscCall(PetscOptionsReal("-jitter", "Random displacement as a fraction of the particle spacing (jitter sampling) [-]", NULL, R->jitter, &R->jitter, NULL));
+  PetscCall(PetscOptionsRealArray("-velocity", "Initial velocity [m/s]", NULL, R->vel, &n, &set));
+  PetscCheck(!set || n == sim->dim, sim->comm, PETSC_ERR_USER_INPUT, "-%svelocity needs %" PetscInt_FMT " values", prefix, sim->dim);
+  PetscOptionsEnd();
+  R->sampling = (MPMSampling)sampling;
+  PetscCheck(R->density > 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sdensity must be > 0 kg/m^3, got %g", prefix, R->density);
+  PetscCheck(R->ppc >= 1 && R->ppc <= 8, sim->comm, PETSC_ERR_USER_INPUT, "-%sppc must be in [1, 8], got %" PetscInt_FMT, prefix, R->ppc);
+  PetscCheck(R->jitter >= 0 && R->jitter <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-%sjitter must be in [0, 1], got %g", prefix, R->jitter);
+  mpm_shape_bbox(&R->ps.shape, lo, hi);
+  for (PetscInt a = 0; a < sim->dim; a++) {
+    lo[a] += R->ps.c0[a];
+    hi[a] += R->ps.c0[a];
+  }
+  PetscCall(PetscSNPrintf(what, sizeof(what), "Region '%s' (-%sshape and its size)", name, prefix));
+  PetscCall(CheckInDomain(sim, what, lo, hi));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMRegionsSetUp(MPMSim sim)
+{
+  char    *names[64];
+  PetscInt n = 64;
+
+  PetscFunctionBeginUser;
+  PetscOptionsBegin(sim->comm, NULL, "Initial particles", NULL);
+  PetscCall(PetscOptionsStringArray("-regions", "Names of the seeded regions (earlier ones win where they overlap); each reads -<name>_*", NULL, names, &n, NULL));
+  PetscOptionsEnd();
+  sim->nreg = n;
+  PetscCall(PetscCalloc1(PetscMax(n, 1), &sim->reg));
+  for (PetscInt r = 0; r < n; r++) {
+    PetscCall(RegionSetUp(sim, r, names[r]));
+    PetscCall(PetscFree(names[r]));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Lattice index range [ilo, ihi) of region r along each axis, clipped to
+ * this rank's slab along the slab axis. */
+static void RegionLattice(const MPMSim sim, const MPMRegion *R, double s, PetscInt *ilo, PetscInt *ihi, PetscInt *nfull)
+{
+  const MPMGrid *g = &sim->grid;
+  double         lo[3], hi[3];
+  mpm_shape_bbox(&R->ps.shape, lo, hi);
+  for (PetscInt a = 0; a < 3; a++) {
+    if (a >= sim->dim) {
+      ilo[a] = 0;
+      ihi[a] = nfull[a] = 1;
+      continue;
+    }
+    ilo[a]   = (PetscInt)floor((R->ps.c0[a] + lo[a] - g->lo[a]) / s);
+    ihi[a]   = (PetscInt)ceil((R->ps.c0[a] + hi[a] - g->lo[a]) / s);
+    nfull[a] = ihi[a] - ilo[a];
+  }
+  /* lattice points of this slab: cells [own_lo, own_hi) of the padded grid */
+  const PetscInt ax = g->slab_axis, ppc = R->ppc;
+  const PetscInt slo = (g->own_lo - g->pad) * ppc, shi = (g->own_hi - g->pad) * ppc;
+  nfull[3] = ilo[ax]; /* remember the unclipped start for the id */
+  ilo[ax]  = PetscMax(ilo[ax], slo);
+  ihi[ax]  = PetscMin(ihi[ax], shi);
+}
+
+static PetscBool InsideEarlier(const MPMSim sim, PetscInt r, const double *x)
+{
+  double g[3];
+  for (PetscInt e = 0; e < r; e++) {
+    const MPMPlacedShape *ps = &sim->reg[e].ps;
+    if (MPMPlacedShapeEval(ps, sim->dim, x, g, NULL) <= 0) return PETSC_TRUE;
+  }
+  return PETSC_FALSE;
+}
+
+static PetscErrorCode SeedRegion(MPMSim sim, PetscInt r)
+{
+  const MPMRegion *R = &sim->reg[r];
+  const PetscInt   d = sim->dim;
+  const double     s = sim->grid.h / R->ppc, vol = pow(s, (double)d);
+  PetscInt         ilo[3], ihi[3], nfull[4], start;
+  MPMParticles    *p = &sim->p;
+
+  PetscFunctionBeginUser;
+  RegionLattice(sim, R, s, ilo, ihi, nfull);
+  PetscCheck((double)nfull[0] * nfull[1] * nfull[2] < (double)(1LL << ID_SHIFT), sim->comm, PETSC_ERR_SUP, "Region '%s' has too many lattice points for 48-bit ids", R->name);
+  for (PetscInt k = ilo[2]; k < ihi[2]; k++)
+    for (PetscInt j = ilo[1]; j < ihi[1]; j++)
+      for (PetscInt i = ilo[0]; i < ihi[0]; i++) {
+        const PetscInt idx[3] = {i, j, k};
+        double         x[3] = {0, 0, 0}, gr[3];
+        PetscInt       rel[3];
+        for (PetscInt a = 0; a < d; a++) x[a] = sim->grid.lo[a] + (idx[a] + 0.5) * s;
+        if (MPMPlacedShapeEval(&R->ps, d, x, gr, NULL) > 0 || InsideEarlier(sim, r, x)) continue;
+        for (PetscInt a = 0; a < 3; a++) rel[a] = idx[a] - (a == sim->grid.slab_axis ? nfull[3] : ilo[a]);
+        const int64_t id = ((int64_t)(r + 1) << ID_SHIFT) | (int64_t)((rel[2] * nfull[1] + rel[1]) * nfull[0] + rel[0]);
+        if (R->sampling == MPM_SAMPLING_JITTER)
+          for (PetscInt a = 0; a < d; a++) x[a] += R->jitter * s * (mpm_uniform(sim->seed, (uint64_t)id, (uint64_t)a) - 0.5);
+        PetscCall(MPMParticlesAppend(p, 1, &start));
+        p->id[start] = id;
+        for (PetscInt a = 0; a < d; a++) {
+          p->x[start * d + a] = x[a];
+          p->v[start * d + a] = R->vel[a];
+        }
+        p->m[start]   = R->density * vol;
+        p->V0[start]  = vol;
+        p->mat[start] = (int32_t)R->mat;
+      }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMSeedRegions(MPMSim sim)
+{
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_SEED, 0, 0, 0, 0));
+  for (PetscInt r = 0; r < sim->nreg; r++) PetscCall(SeedRegion(sim, r));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_SEED, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Emitters: a disk (a segment in 2D) that releases layers of particles with */
+/* spacing h/ppc at a prescribed speed, like sand from a spout.               */
+/* ------------------------------------------------------------------------ */
+static void EmitterBasis(MPMEmitter *E, PetscInt d)
+{
+  if (d == 2) {
+    E->t1[0] = -E->dir[1];
+    E->t1[1] = E->dir[0];
+    return;
+  }
+  const double *n = E->dir;
+  double        e[3] = {0, 0, 0}, len = 0;
+  e[fabs(n[0]) < 0.6 ? 0 : (fabs(n[1]) < 0.6 ? 1 : 2)] = 1; /* an axis not parallel to n */
+  E->t1[0] = n[1] * e[2] - n[2] * e[1];
+  E->t1[1] = n[2] * e[0] - n[0] * e[2];
+  E->t1[2] = n[0] * e[1] - n[1] * e[0];
+  for (int a = 0; a < 3; a++) len += E->t1[a] * E->t1[a];
+  for (int a = 0; a < 3; a++) E->t1[a] /= sqrt(len);
+  E->t2[0] = n[1] * E->t1[2] - n[2] * E->t1[1];
+  E->t2[1] = n[2] * E->t1[0] - n[0] * E->t1[2];
+  E->t2[2] = n[0] * E->t1[1] - n[1] * E->t1[0];
+}
+
+static PetscErrorCode EmitterLayout(MPMSim sim, MPMEmitter *E)
+{
+  const PetscInt d = sim->dim;
+  const double   s = sim->grid.h / E->ppc;
+  const PetscInt m = (PetscInt)floor(2 * E->radius / s + 1e-9);
+  PetscInt       n = 0;
+
+  PetscFunctionBeginUser;
+  PetscCheck(m >= 1, sim->comm, PETSC_ERR_USER_INPUT, "-%s_radius %g is smaller than half the particle spacing %g", E->name, E->radius, 0.5 * s);
+  PetscCall(PetscMalloc1(m * (d == 3 ? m : 1) * d, &E->layer_offsets));
+  for (PetscInt j = 0; j < (d == 3 ? m : 1); j++)
+    for (PetscInt i = 0; i < m; i++) {
+      const double a = (i + 0.5) * s - 0.5 * m * s, b = d == 3 ? (j + 0.5) * s - 0.5 * m * s : 0.0;
+      if (d == 3 && a * a + b * b > E->radius * E->radius) continue; /* a disk in 3D */
+      for (PetscInt c = 0; c < d; c++) E->layer_offsets[n * d + c] = a * E->t1[c] + b * E->t2[c];
+      n++;
+    }
+  E->per_layer = n;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode EmitterSetUp(MPMSim sim, PetscInt e, const char *name)
+{
+  MPMEmitter *E = &sim->em[e];
+  char        prefix[MPM_NAME_LEN + 1], title[2 * MPM_NAME_LEN], mname[MPM_NAME_LEN] = "", what[3 * MPM_NAME_LEN];
+  PetscInt    n1 = sim->dim, n2 = sim->dim;
+  PetscBool   cset, dset;
+  double      len = 0, lo[3], hi[3];
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscStrncpy(E->name, name, sizeof(E->name)));
+  PetscCall(PetscSNPrintf(prefix, sizeof(prefix), "%s_", name));
+  PetscCall(PetscSNPrintf(title, sizeof(title), "Emitter '%s'", name));
+  if (sim->nmat) PetscCall(PetscStrncpy(mname, sim->mat[0]->name, sizeof(mname)));
+  E->ppc     = 2;
+  E->t_start = 0;
+  E->t_stop  = PETSC_MAX_REAL;
+  E->source  = sim->nreg + e;
+  PetscOptionsBegin(sim->comm, prefix, title, NULL);
+  PetscCall(PetscOptionsRealArray("-center", "Centre of the outlet [m]", NULL, E->center, &n1, &cset));
+  PetscCall(PetscOptionsRealArray("-direction", "Flow direction [-]", NULL, E->dir, &n2, &dset));
+  PetscCall(PetscOptionsReal("-speed", "Outflow speed [m/s]", NULL, E->speed, &E->speed, NULL));
+  PetscCall(PetscOptionsReal("-radius", "Outlet radius (half width in 2D) [m]", NULL, E->radius, &E->radius, NULL));
+  PetscCall(PetscOptionsString("-material", "Material (a name from -materials)", NULL, mname, mname, sizeof(mname), NULL));
+  PetscCall(FindMaterial(sim, "-material of an emitter", mname, &E->mat));
+  E->density = sim->mat[E->mat]->density;
+  PetscCall(PetscOptionsReal("-density", "Density, default the material's [kg/m^3]", NULL, E->density, &E->density, NULL));
+  PetscCall(PetscOptionsInt("-ppc", "Particles per cell along each axis [-]", NULL, E->ppc, &E->ppc, NULL));
+  PetscCall(PetscOptionsReal("-start", "Time the flow starts [s]", NULL, E->t_start, &E->t_start, NULL));
+  PetscCall(PetscOptionsReal("-stop", "Time the flow stops [s]", NULL, E->t_stop, &E->t_stop, NULL));
+  PetscOptionsEnd();
+  PetscCheck(cset && n1 == sim->dim, sim->comm, PETSC_ERR_USER_INPUT, "-%scenter with %" PetscInt_FMT " values is required", prefix, sim->dim);
+  PetscCheck(dset && n2 == sim->dim, sim->comm, PETSC_ERR_USER_INPUT, "-%sdirection with %" PetscInt_FMT " values is required", prefix, sim->dim);
+  PetscCheck(E->speed > 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sspeed must be > 0 m/s, got %g", prefix, E->speed);
+  PetscCheck(E->radius > 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sradius must be > 0 m, got %g", prefix, E->radius);
+  PetscCheck(E->density > 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sdensity must be > 0 kg/m^3, got %g", prefix, E->density);
+  PetscCheck(E->ppc >= 1 && E->ppc <= 8, sim->comm, PETSC_ERR_USER_INPUT, "-%sppc must be in [1, 8], got %" PetscInt_FMT, prefix, E->ppc);
+  for (PetscInt a = 0; a < sim->dim; a++) len += E->dir[a] * E->dir[a];
+  PetscCheck(len > 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sdirection must be nonzero", prefix);
+  for (PetscInt a = 0; a < sim->dim; a++) E->dir[a] /= sqrt(len);
+  for (PetscInt a = 0; a < sim->dim; a++) {
+    lo[a] = E->center[a] - E->radius;
+    hi[a] = E->center[a] + E->radius;
+  }
+  PetscCall(PetscSNPrintf(what, sizeof(what), "Emitter '%s' (-%scenter, -%sradius)", name, prefix, prefix));
+  PetscCall(CheckInDomain(sim, what, lo, hi));
+  EmitterBasis(E, sim->dim);
+  PetscCall(EmitterLayout(sim, E));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMEmittersSetUp(MPMSim sim)
+{
+  char    *names[64];
+  PetscInt n = 64;
+
+  PetscFunctionBeginUser;
+  PetscOptionsBegin(sim->comm, NULL, "Inflow", NULL);
+  PetscCall(PetscOptionsStringArray("-emitters", "Names of the inflow emitters; each reads -<name>_*", NULL, names, &n, NULL));
+  PetscOptionsEnd();
+  sim->nem = n;
+  PetscCall(PetscCalloc1(PetscMax(n, 1), &sim->em));
+  for (PetscInt e = 0; e < n; e++) {
+    PetscCall(EmitterSetUp(sim, e, names[e]));
+    PetscCall(PetscFree(names[e]));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Release the layers due by time t_new; each rank keeps the particles in
+ * its slab.  *emitted is the global count (identical on every rank). */
+static PetscErrorCode EmitterStep(MPMSim sim, MPMEmitter *E, double t_new, int64_t *emitted)
+{
+  const PetscInt d = sim->dim;
+  const double   s = sim->grid.h / E->ppc, vol = pow(s, (double)d), tend = PetscMin(t_new, E->t_stop);
+  MPMParticles  *p = &sim->p;
+  PetscInt       start;
+
+  PetscFunctionBeginUser;
+  if (tend < E->t_start) PetscFunctionReturn(PETSC_SUCCESS);
+  const int64_t due = (int64_t)floor((tend - E->t_start) * E->speed / s) + 1;
+  for (int64_t k = E->layers; k < due; k++) {
+    const double travel = E->speed * (t_new - (E->t_start + k * s / E->speed)); /* distance since its release */
+    for (PetscInt j = 0; j < E->per_layer; j++) {
+      double x[3] = {0, 0, 0};
+      for (PetscInt a = 0; a < d; a++) x[a] = E->center[a] + E->layer_offsets[j * d + a] + travel * E->dir[a];
+      const PetscInt cell = MPMGridParticleCell(&sim->grid, x);
+      if (cell < sim->grid.own_lo || cell >= sim->grid.own_hi) continue;
+      PetscCall(MPMParticlesAppend(p, 1, &start));
+      p->id[start] = ((int64_t)(E->source + 1) << ID_SHIFT) | (k * E->per_layer + j);
+      for (PetscInt a = 0; a < d; a++) {
+        p->x[start * d + a] = x[a];
+        p->v[start * d + a] = E->speed * E->dir[a];
+      }
+      p->m[start]   = E->density * vol;
+      p->V0[start]  = vol;
+      p->mat[start] = (int32_t)E->mat;
+    }
+    *emitted += E->per_layer;
+  }
+  E->layers = PetscMax(E->layers, due);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMEmittersStep(MPMSim sim, double t_new, int64_t *emitted)
+{
+  PetscFunctionBeginUser;
+  *emitted = 0;
+  for (PetscInt e = 0; e < sim->nem; e++) PetscCall(EmitterStep(sim, &sim->em[e], t_new, emitted));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
