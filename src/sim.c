@@ -182,7 +182,9 @@ static PetscErrorCode Progress(MPMSim sim)
 
   PetscFunctionBeginUser;
   PetscCall(PetscTime(&now));
-  const double wall = now - sim->wall_start, eta = sim->t > 0 ? wall * (sim->t_end - sim->t) / sim->t : 0;
+  const double wall = now - sim->wall_start;
+  double       eta  = sim->t > 0 ? wall * (sim->t_end - sim->t) / sim->t : 0;
+  if (sim->max_steps >= 0 && sim->step > 0) eta = PetscMin(eta, wall * (sim->max_steps - sim->step) / sim->step);
   PetscCall(PetscPrintf(sim->comm, "frame %4" PetscInt_FMT "/%-4.0f step %8" PetscInt_FMT "  t %.5e s  dt %.3e s  particles %lld  wall %.1f s  eta %.1f s\n", sim->frame - 1, nframes,
                         sim->step, sim->t, sim->dt, (long long)sim->n_global, wall, eta));
   PetscFunctionReturn(PETSC_SUCCESS);

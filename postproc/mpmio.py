@@ -1,0 +1,87 @@
+"""Reading granular-mpm output directories (HDF5 frames, run.json, history.csv).
+
+Used by the post-processing scripts and by the tests.  Needs Debian's
+python3-h5py and python3-numpy (run with /usr/bin/python3).
+"""
+import csv
+import glob
+import json
+import os
+import shlex
+
+import h5py
+import numpy as np
+
+
+def frame_files(outdir):
+    """Sorted list of the frame files of a run."""
+    return sorted(glob.glob(os.path.join(outdir, "frames", "frame_*.h5")))
+
+
+def read_frame(path, fields=None):
+    """Dict of the datasets of one frame (all when fields is None) plus
+    't', 'step', 'dim', 'ranks' and 'options'."""
+    out = {}
+    with h5py.File(path, "r") as f:
+        names = fields if fields is not None else list(f.keys())
+        for name in names:
+            out[name] = f[name][()]
+        t, dt = f.attrs["time_dt"]
+        step, frame, dim, ranks = f.attrs["step_frame_dim_ranks"]
+        out.update(t=float(t), dt=float(dt), step=int(step), frame=int(frame), dim=int(dim), ranks=int(ranks))
+        opts = f.attrs["options"]
+        out["options"] = opts.decode() if isinstance(opts, bytes) else str(opts)
+    return out
+
+
+def sorted_by_id(frame):
+    """The frame's per-particle arrays reordered by particle id."""
+    order = np.argsort(frame["id"], kind="stable")
+    n = len(order)
+    return {k: (v[order] if isinstance(v, np.ndarray) and v.shape[:1] == (n,) else v) for k, v in frame.items()}
+
+
+def parse_options(text):
+    """The options database string ('-a 1 -b x,y') as a dict of strings."""
+    opts, key = {}, None
+    for tok in shlex.split(text):
+        if tok.startswith("-") and not _is_number(tok):
+            key = tok[1:]
+            opts[key] = ""
+        elif key is not None:
+            opts[key] = tok if not opts[key] else opts[key] + " " + tok
+    return opts
+
+
+def _is_number(tok):
+    try:
+        float(tok.split(",")[0])
+        return True
+    except ValueError:
+        return False
+
+
+def vec(opts, key, default=None):
+    """A comma-separated option as a numpy array of floats."""
+    if key not in opts:
+        if default is None:
+            raise KeyError("option -%s not found in the run's options" % key)
+        return np.asarray(default, dtype=float)
+    return np.array([float(v) for v in opts[key].split(",")])
+
+
+def run_options(outdir):
+    with open(os.path.join(outdir, "run.json")) as f:
+        return parse_options(json.load(f)["options"])
+
+
+def summary(outdir):
+    with open(os.path.join(outdir, "summary.json")) as f:
+        return json.load(f)
+
+
+def history(outdir):
+    """history.csv as a dict of numpy arrays."""
+    with open(os.path.join(outdir, "history.csv")) as f:
+        rows = list(csv.DictReader(f))
+    return {k: np.array([float(r[k]) for r in rows]) for k in rows[0]} if rows else {}

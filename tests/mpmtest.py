@@ -1,0 +1,77 @@
+"""Helpers for the tests: run the solver with mpiexec, read its output.
+
+Environment (set by ctest): MPM_EXE, MPM_SOURCE_DIR, MPM_TEST_OUTPUT.
+"""
+import os
+import shutil
+import subprocess
+import sys
+
+SOURCE = os.environ.get("MPM_SOURCE_DIR", os.path.abspath(os.path.join(os.path.dirname(__file__), "..")))
+EXE = os.environ.get("MPM_EXE", os.path.join(SOURCE, "build", "granular-mpm"))
+OUTPUT = os.environ.get("MPM_TEST_OUTPUT", os.path.join(SOURCE, "build", "test-output"))
+sys.path.insert(0, os.path.join(SOURCE, "postproc"))
+import mpmio  # noqa: E402,F401
+
+MPI_ENV = {"OMPI_MCA_rmaps_base_oversubscribe": "1"}
+if os.geteuid() == 0:
+    MPI_ENV.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+
+
+def deck(name):
+    return os.path.join(SOURCE, "inputs", name)
+
+
+def outdir(name):
+    path = os.path.join(OUTPUT, name)
+    shutil.rmtree(path, ignore_errors=True)
+    return path
+
+
+def run(ranks, args, check=True, timeout=900):
+    """Run the solver on `ranks` ranks; args is a list of option strings.
+    Returns the CompletedProcess (stdout and stderr as text)."""
+    env = dict(os.environ, **MPI_ENV)
+    cmd = ["mpiexec", "-n", str(ranks), EXE] + [str(a) for a in args]
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        sys.stderr.write(proc.stdout[-4000:] + "\n" + proc.stderr[-4000:])
+        raise AssertionError("solver failed (exit %d): %s" % (proc.returncode, " ".join(cmd)))
+    return proc
+
+
+def run_deck(name, ranks, out, *extra, check=True):
+    return run(ranks, ["-options_file_yaml", deck(name), "-output_dir", out] + list(extra), check=check)
+
+
+class Checks:
+    """Collects named checks and fails the test at the end, printing all."""
+
+    def __init__(self, title):
+        self.title, self.failed = title, []
+        print(title)
+
+    def close(self, name, value, ref, rtol=None, atol=None):
+        err = abs(value - ref)
+        tol = (atol or 0.0) + (rtol or 0.0) * abs(ref)
+        ok = err <= tol
+        print("  %-50s %14.6g  ref %14.6g  |err| %10.3g  tol %10.3g  %s" % (name, value, ref, err, tol, "ok" if ok else "FAIL"))
+        if not ok:
+            self.failed.append(name)
+
+    def within(self, name, value, lo, hi):
+        ok = lo <= value <= hi
+        print("  %-50s %14.6g  in [%g, %g]  %s" % (name, value, lo, hi, "ok" if ok else "FAIL"))
+        if not ok:
+            self.failed.append(name)
+
+    def true(self, name, cond, detail=""):
+        print("  %-50s %s %s" % (name, "ok" if cond else "FAIL", detail))
+        if not cond:
+            self.failed.append(name)
+
+    def done(self):
+        if self.failed:
+            print("FAILED: " + ", ".join(self.failed))
+            sys.exit(1)
+        print("all checks passed")
