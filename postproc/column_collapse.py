@@ -33,7 +33,7 @@ def pass_bands(a):
     if abs(a - 0.5) < 1e-6:
         return {"runout": (0.5, 1.2), "height_over_H0": (0.97, 1.03)}
     if abs(a - 2.0) < 1e-6:
-        return {"runout": (2.4, 4.6), "height_over_L0": (0.9, 1.5)}
+        return {"runout": (2.4, 4.6), "height_over_L0": (0.9, 1.5), "front_arrest_tau": (2.5, 6.0)}
     return {}
 
 
@@ -44,6 +44,29 @@ def surface_profile(x, y, dx, spacing):
     b = np.clip((x / dx).astype(int), 0, nb - 1)
     np.maximum.at(h, b, y + 0.5 * spacing)
     return h
+
+
+def deposit_front(x, y, dx, spacing):
+    """Front of the contiguous deposit from the wall where it is at least
+    one cell thick (x measured from the column's back wall)."""
+    prof = surface_profile(x, y, dx, spacing)
+    thin = np.nonzero(prof < dx)[0]
+    end = (thin[0] if len(thin) else len(prof)) - 1
+    return (end + 1) * dx, prof
+
+
+def front_arrest_time(outdir, x0, floor, dx, spacing, L0):
+    """Time after which the front stays within one cell of its final position."""
+    times, fronts = [], []
+    for f in mpmio.frame_files(outdir):
+        fr = mpmio.read_frame(f, ["position"])
+        front, _ = deposit_front(fr["position"][:, 0] - x0, fr["position"][:, 1] - floor, dx, spacing)
+        times.append(fr["t"])
+        fronts.append(front)
+    fronts = np.array(fronts)
+    moving = np.nonzero(np.abs(fronts - fronts[-1]) > dx)[0]
+    k = moving[-1] + 1 if len(moving) else 0
+    return times[min(k, len(times) - 1)], np.array(times), (fronts - L0) / L0
 
 
 def measure(outdir, region=None):
@@ -57,14 +80,8 @@ def measure(outdir, region=None):
     first = mpmio.read_frame(mpmio.frame_files(outdir)[0], ["position"])
     last = mpmio.read_frame(mpmio.frame_files(outdir)[-1], ["position", "velocity", "plastic_case"])
     x, y = last["position"][:, 0] - lo[0], last["position"][:, 1] - floor
-    prof = surface_profile(x, y, dx, dx / ppc)
-    thick = np.nonzero(prof >= dx)[0]
-    # the contiguous deposit from the wall: first bin thinner than a cell ends it
-    end = thick[-1] if len(thick) else 0
-    gaps = np.nonzero(prof[: end + 1] < dx)[0]
-    if len(gaps):
-        end = gaps[0] - 1
-    front = (end + 1) * dx
+    front, prof = deposit_front(x, y, dx, dx / ppc)
+    t_arrest, times, fronts = front_arrest_time(outdir, lo[0], floor, dx, dx / ppc, L0)
     a = H0 / L0
     law_runout, law_height = lube_law(a)
     res = {
@@ -75,7 +92,10 @@ def measure(outdir, region=None):
         "front_farthest_particle": (x.max() - L0) / L0,
         "max_speed_final": float(np.sqrt((last["velocity"] ** 2).sum(axis=1)).max()),
         "tau_c": float(np.sqrt(H0 / 9.81)),
+        "front_arrest_time": t_arrest,
+        "front_history": {"t": times.tolist(), "runout": fronts.tolist()},
     }
+    res["front_arrest_tau"] = t_arrest / res["tau_c"]
     res["bands"] = pass_bands(a)
     return res, first, last, prof, lo, floor
 
@@ -117,6 +137,8 @@ def report(res):
     for name, val, law, band in rows:
         bs = "[%.2f, %.2f] %s" % (band[0], band[1], "PASS" if band[0] <= val <= band[1] else "FAIL") if band else "-"
         lines.append("  %-28s %10.3f %12.3f %16s" % (name, val, law, bs))
+    band = b.get("front_arrest_tau")
+    lines.append("  %-28s %10.3f %12s %16s" % ("front arrest t/tau_c", res["front_arrest_tau"], "2.5-3", "[%.1f, %.1f] %s" % (band[0], band[1], "PASS" if band[0] <= res["front_arrest_tau"] <= band[1] else "FAIL") if band else "-"))
     lines.append("  farthest single particle: %.3f L0 past the column (not used: grid dependent)" % res["front_farthest_particle"])
     return "\n".join(lines)
 

@@ -196,6 +196,7 @@ static PetscErrorCode ObjectSetUp(MPMSim sim, MPMCollider *o, const char *name)
   PetscCall(PetscSNPrintf(title, sizeof(title), "Collision object '%s'", name));
   PetscCall(MPMShapeFromOptions(sim->comm, sim->dim, prefix, title, PETSC_TRUE, PETSC_TRUE, &o->ps));
   o->friction = 0;
+  PetscCall(PetscStrlcat(title, ": contact", sizeof(title))); /* -help prints one block per title */
   PetscOptionsBegin(sim->comm, prefix, title, NULL);
   PetscCall(PetscOptionsEList("-mode", "Collision type", NULL, BCNames, 3, BCNames[mode], &mode, NULL));
   PetscCall(PetscOptionsReal("-friction", "Coulomb friction coefficient [-]", NULL, o->friction, &o->friction, NULL));

@@ -64,9 +64,11 @@ PetscErrorCode MPMMaterialSetUp(MPI_Comm comm, PetscInt dim, const char *name, M
   MPMMaterial         m;
   char                prefix[MPM_NAME_LEN + 1], title[2 * MPM_NAME_LEN];
   MPMMaterialCreateFn create = NULL;
+  PetscBool           set = PETSC_FALSE, help;
 
   PetscFunctionBeginUser;
   PetscCall(MPMMaterialRegisterAll());
+  PetscCall(PetscOptionsHasHelp(NULL, &help));
   PetscCall(PetscNew(&m));
   PetscCall(PetscStrncpy(m->name, name, sizeof(m->name)));
   PetscCall(PetscStrncpy(m->type, "drucker_prager", sizeof(m->type)));
@@ -77,11 +79,12 @@ PetscErrorCode MPMMaterialSetUp(MPI_Comm comm, PetscInt dim, const char *name, M
   m->E       = 1e6;
   m->nu      = 0.3;
   PetscOptionsBegin(comm, prefix, title, NULL);
-  PetscCall(PetscOptionsFList("-type", "Constitutive model", NULL, MPMMaterialList, m->type, m->type, sizeof(m->type), NULL));
+  PetscCall(PetscOptionsFList("-type", "Constitutive model (required)", NULL, MPMMaterialList, m->type, m->type, sizeof(m->type), &set));
   PetscCall(PetscFunctionListFind(MPMMaterialList, m->type, &create));
-  if (!create) {
+  if (!create || !(set || help)) {
     char types[256];
     PetscCall(MPMMaterialListTypes(types, sizeof(types)));
+    PetscCheck(set || help, comm, PETSC_ERR_USER_INPUT, "-%s_type is required for material '%s' listed in -materials; allowed: %s", name, name, types);
     SETERRQ(comm, PETSC_ERR_USER_INPUT, "-%s_type %s is not a known material; allowed: %s", name, m->type, types);
   }
   PetscCall(MPMMaterialElasticOptions(m, PetscOptionsObject));

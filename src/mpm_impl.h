@@ -142,6 +142,8 @@ typedef struct {
   MPMPlacedShape ps;
   PetscInt       mat, ppc;
   double         density, vel[3], jitter;
+  double         grad[9], wavevector[3]; /* affine and sine initial velocity */
+  PetscBool      sine, clip;
   MPMSampling    sampling;
 } MPMRegion;
 

@@ -136,8 +136,9 @@ static PetscErrorCode H5WriteArray(H5Frame *F, const char *name, hid_t type, int
     H5CALL(H5Sselect_none(fspace));
     H5CALL(H5Sselect_none(mspace));
   }
-  /* every rank takes part in the collective write, also with 0 particles */
-  H5CALL(H5Dwrite(dset, type, mspace, fspace, F->dxpl, F->n > 0 ? data : (const void *)dummy));
+  /* every rank takes part in the collective write, also with 0 particles;
+   * an empty dataset (no particles anywhere yet) is not written at all */
+  if (F->total > 0) H5CALL(H5Dwrite(dset, type, mspace, fspace, F->dxpl, F->n > 0 ? data : (const void *)dummy));
   H5CALL(H5Dclose(dset));
   H5CALL(H5Sclose(mspace));
   H5CALL(H5Sclose(fspace));

@@ -58,6 +58,7 @@ static PetscErrorCode RegionSetUp(MPMSim sim, PetscInt r, const char *name)
   if (sim->nmat) PetscCall(PetscStrncpy(mname, sim->mat[0]->name, sizeof(mname)));
   R->ppc    = 2;
   R->jitter = 0.5;
+  PetscCall(PetscStrlcat(title, ": particles", sizeof(title))); /* -help prints one block per title */
   PetscOptionsBegin(sim->comm, prefix, title, NULL);
   PetscCall(PetscOptionsString("-material", "Material of the particles (a name from -materials)", NULL, mname, mname, sizeof(mname), NULL));
   PetscCall(FindMaterial(sim, "-material of a region", mname, &R->mat));
@@ -66,8 +67,15 @@ static PetscErrorCode RegionSetUp(MPMSim sim, PetscInt r, const char *name)
   PetscCall(PetscOptionsInt("-ppc", "Particles per cell along each axis [-]", NULL, R->ppc, &R->ppc, NULL));
   PetscCall(PetscOptionsEList("-sampling", "Particle placement", NULL, SamplingNames, 2, SamplingNames[sampling], &sampling, NULL));
   PetscCall(PetscOptionsReal("-jitter", "Random displacement as a fraction of the particle spacing (jitter sampling) [-]", NULL, R->jitter, &R->jitter, NULL));
-  PetscCall(PetscOptionsRealArray("-velocity", "Initial velocity [m/s]", NULL, R->vel, &n, &set));
+  PetscCall(PetscOptionsBool("-clip_to_domain", "Seed only the part inside the domain (e.g. a quarter column against symmetry planes)", NULL, R->clip, &R->clip, NULL));
+  PetscCall(PetscOptionsRealArray("-velocity", "Initial velocity v0 [m/s]", NULL, R->vel, &n, &set));
   PetscCheck(!set || n == sim->dim, sim->comm, PETSC_ERR_USER_INPUT, "-%svelocity needs %" PetscInt_FMT " values", prefix, sim->dim);
+  n = sim->dim * sim->dim;
+  PetscCall(PetscOptionsRealArray("-velocity_gradient", "Initial velocity gradient G, v = v0 + G (x - center), row-major [1/s]", NULL, R->grad, &n, &set));
+  PetscCheck(!set || n == sim->dim * sim->dim, sim->comm, PETSC_ERR_USER_INPUT, "-%svelocity_gradient needs %" PetscInt_FMT " values", prefix, sim->dim * sim->dim);
+  n = sim->dim;
+  PetscCall(PetscOptionsRealArray("-velocity_wavevector", "Sine profile v = v0 sin(k . (x - lo)) instead of uniform v0 [1/m]", NULL, R->wavevector, &n, &R->sine));
+  PetscCheck(!R->sine || n == sim->dim, sim->comm, PETSC_ERR_USER_INPUT, "-%svelocity_wavevector needs %" PetscInt_FMT " values", prefix, sim->dim);
   PetscOptionsEnd();
   R->sampling = (MPMSampling)sampling;
   PetscCheck(R->density > 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sdensity must be > 0 kg/m^3, got %g", prefix, R->density);
@@ -78,7 +86,14 @@ static PetscErrorCode RegionSetUp(MPMSim sim, PetscInt r, const char *name)
     lo[a] += R->ps.c0[a];
     hi[a] += R->ps.c0[a];
   }
-  PetscCall(PetscSNPrintf(what, sizeof(what), "Region '%s' (-%sshape and its size)", name, prefix));
+  PetscCall(PetscSNPrintf(what, sizeof(what), "Region '%s' (-%sshape and its size; or set -%sclip_to_domain)", name, prefix, prefix));
+  if (R->clip) {
+    for (PetscInt a = 0; a < sim->dim; a++) {
+      lo[a] = PetscMax(lo[a], sim->grid.lo[a]);
+      hi[a] = PetscMin(hi[a], sim->grid.hi[a]);
+      PetscCheck(lo[a] < hi[a], sim->comm, PETSC_ERR_USER_INPUT, "Region '%s' does not intersect the domain along %c", name, "xyz"[a]);
+    }
+  }
   PetscCall(CheckInDomain(sim, what, lo, hi));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -114,8 +129,8 @@ static void RegionLattice(const MPMSim sim, const MPMRegion *R, double s, PetscI
       ihi[a] = nfull[a] = 1;
       continue;
     }
-    ilo[a]   = (PetscInt)floor((R->ps.c0[a] + lo[a] - g->lo[a]) / s);
-    ihi[a]   = (PetscInt)ceil((R->ps.c0[a] + hi[a] - g->lo[a]) / s);
+    ilo[a]   = PetscMax(0, (PetscInt)floor((R->ps.c0[a] + lo[a] - g->lo[a]) / s));
+    ihi[a]   = PetscMin(g->cells[a] * R->ppc, (PetscInt)ceil((R->ps.c0[a] + hi[a] - g->lo[a]) / s)); /* inside the domain */
     nfull[a] = ihi[a] - ilo[a];
   }
   /* lattice points of this slab: cells [own_lo, own_hi) of the padded grid */
@@ -134,6 +149,24 @@ static PetscBool InsideEarlier(const MPMSim sim, PetscInt r, const double *x)
     if (MPMPlacedShapeEval(ps, sim->dim, x, g, NULL) <= 0) return PETSC_TRUE;
   }
   return PETSC_FALSE;
+}
+
+/* Initial velocity field of a region: uniform, affine (APIC C = G, as in
+ * Klar et al. section 5.7) or a sine profile (the mode shape of the bar
+ * vibration benchmark). */
+static void RegionVelocity(const MPMSim sim, const MPMRegion *R, const double *x, double *v, double *C)
+{
+  const PetscInt d = sim->dim;
+  double         lo[3], hi[3], phase = 0;
+  mpm_shape_bbox(&R->ps.shape, lo, hi);
+  for (PetscInt a = 0; a < d; a++) phase += R->wavevector[a] * (x[a] - (R->ps.c0[a] + lo[a]));
+  for (PetscInt a = 0; a < d; a++) {
+    v[a] = R->sine ? R->vel[a] * sin(phase) : R->vel[a];
+    for (PetscInt b = 0; b < d; b++) {
+      v[a] += R->grad[a * d + b] * (x[b] - R->ps.c0[b]);
+      C[a * d + b] = R->grad[a * d + b];
+    }
+  }
 }
 
 static PetscErrorCode SeedRegion(MPMSim sim, PetscInt r)
@@ -161,10 +194,8 @@ static PetscErrorCode SeedRegion(MPMSim sim, PetscInt r)
           for (PetscInt a = 0; a < d; a++) x[a] += R->jitter * s * (mpm_uniform(sim->seed, (uint64_t)id, (uint64_t)a) - 0.5);
         PetscCall(MPMParticlesAppend(p, 1, &start));
         p->id[start] = id;
-        for (PetscInt a = 0; a < d; a++) {
-          p->x[start * d + a] = x[a];
-          p->v[start * d + a] = R->vel[a];
-        }
+        RegionVelocity(sim, R, x, p->v + start * d, p->C + start * d * d);
+        for (PetscInt a = 0; a < d; a++) p->x[start * d + a] = x[a];
         p->m[start]   = R->density * vol;
         p->V0[start]  = vol;
         p->mat[start] = (int32_t)R->mat;

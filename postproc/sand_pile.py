@@ -1,0 +1,72 @@
+#!/usr/bin/env python3
+"""Slope of a sand pile's flank against the friction angle
+(reference-data.md s.2: fit the middle 60 % of the flank; a quasi-static
+pile stands at phi +/- 3 deg, a dynamic collapse 3-8 deg lower).
+
+  /usr/bin/python3 postproc/sand_pile.py OUTDIR [--material sand] [--png FILE]
+
+Writes OUTDIR/sand_pile.json and OUTDIR/pile.png.
+"""
+import argparse
+import json
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mpmio  # noqa: E402
+from column_collapse import surface_profile  # noqa: E402
+
+
+def measure(outdir, material=None):
+    opts = mpmio.run_options(outdir)
+    material = material or opts["materials"].split(",")[0]
+    phi = float(opts.get(material + "_friction_angle", "30"))
+    dx = float(opts["dx"])
+    source = (opts.get("regions") or opts.get("emitters")).split(",")[0]
+    ppc = int(opts.get(source + "_ppc", "2"))
+    lo = mpmio.vec(opts, "domain_lo")
+    last = mpmio.read_frame(mpmio.frame_files(outdir)[-1], ["position", "velocity"])
+    x, y = last["position"][:, 0] - lo[0], last["position"][:, 1] - lo[1]
+    prof = surface_profile(x, y, dx, dx / ppc)
+    xb = (np.arange(len(prof)) + 0.5) * dx
+    H = prof.max()
+    flank = (prof > 0.2 * H) & (prof < 0.8 * H) & (xb > xb[np.argmax(prof)])
+    slope, icpt = np.polyfit(xb[flank], prof[flank], 1)
+    res = {"friction_angle": phi, "slope_angle": float(np.degrees(np.arctan(-slope))), "height": float(H), "height_cells": float(H / dx),
+           "fit_points": int(flank.sum()), "time": last["t"], "max_speed": float(np.sqrt((last["velocity"] ** 2).sum(axis=1)).max()),
+           "band": [phi - 3, phi + 3]}
+    return res, x, y, xb, prof, flank, (slope, icpt)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("outdir")
+    ap.add_argument("--material", help="material whose -<name>_friction_angle is the reference (default: the first)")
+    ap.add_argument("--png", help="plot file (default OUTDIR/pile.png)")
+    args = ap.parse_args()
+    res, x, y, xb, prof, flank, (slope, icpt) = measure(args.outdir, args.material)
+    with open(os.path.join(args.outdir, "sand_pile.json"), "w") as f:
+        json.dump(res, f, indent=2)
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(8, 3))
+    ax.scatter(x, y, s=0.5, c="tan")
+    ax.plot(xb, prof, "k-", lw=0.8, label="surface")
+    ax.plot(xb[flank], slope * xb[flank] + icpt, "r-", lw=2, label="fit: %.1f deg" % res["slope_angle"])
+    xs = xb[flank][[0, -1]]
+    ax.plot(xs, icpt + slope * xs[0] - np.tan(np.radians(res["friction_angle"])) * (xs - xs[0]), "b:", label="phi = %.0f deg" % res["friction_angle"])
+    ax.set_aspect("equal")
+    ax.legend(fontsize=7)
+    ax.set_title("sand pile at t = %.2f s: height %.1f cells, flank %.1f deg" % (res["time"], res["height_cells"], res["slope_angle"]), fontsize=8)
+    fig.tight_layout()
+    fig.savefig(args.png or os.path.join(args.outdir, "pile.png"), dpi=150)
+    print("sand pile: flank slope %.2f deg (friction angle %.1f deg, band [%.1f, %.1f]) %s; height %.1f cells, max speed %.3g m/s"
+          % (res["slope_angle"], res["friction_angle"], res["band"][0], res["band"][1],
+             "PASS" if res["band"][0] <= res["slope_angle"] <= res["band"][1] else "FAIL", res["height_cells"], res["max_speed"]))
+
+
+if __name__ == "__main__":
+    main()

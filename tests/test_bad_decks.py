@@ -1,0 +1,49 @@
+"""Bad input stops the run before the first step with exit code 1 and a
+message naming the option and the allowed values; no deck crashes the
+program (no signal, no stack trace)."""
+import os
+import mpmtest as T
+
+DECK = "column_collapse_2d.yaml"
+CASES = [
+    (["-sand_density", "-1800"], "-sand_density must be > 0"),
+    (["-sand_friction_angle", "95"], "-sand_friction_angle"),
+    (["-sand_friction_angle", "-5"], "outside [0, 90)"),
+    (["-sand_poisson_ratio", "0.5"], "-sand_poisson_ratio must be in (-1, 0.5)"),
+    (["-sand_youngs_modulus", "0"], "-sand_youngs_modulus must be > 0"),
+    (["-sand_type", "clay"], "-sand_type clay is not a known material; allowed: drucker_prager, neo_hookean, hencky_elastic"),
+    (["-sand_hardening", "35,9,0.2"], "-sand_hardening needs 4 values"),
+    (["-sand_cone", "round"], "-sand_cone"),
+    (["-column_hi", "0.1,0.5"], "Region 'column'"),
+    (["-column_material", "gravel"], "'gravel' is not one of the materials"),
+    (["-column_ppc", "0"], "-column_ppc must be in [1, 8]"),
+    (["-materials", "sand,gravel"], "-gravel_type is required"),
+    (["-regions", "column,blob"], "-blob_lo is required"),
+    (["-dim", "4"], "-dim must be 2 or 3"),
+    (["-kernel", "quintic"], "-kernel"),
+    (["-transfer", "pic"], "-transfer"),
+    (["-bc_xlo", "glue"], "-bc_xlo"),
+    (["-bc_ylo_friction", "-0.1"], "-bc_ylo_friction must be >= 0"),
+    (["-dx", "0.007"], "-dx 0.007 does not divide"),
+    (["-dx", "abc"], "(option -dx abc)"),
+    (["-gravity", "0,-9.81,0"], "-gravity needs 2"),
+    (["-domain_hi", "0.6"], "-domain_hi needs 2"),
+    (["-cfl", "2"], "-cfl must be in (0, 1]"),
+    (["-t_end", "-1"], "-t_end must be > 0"),
+    (["-output_dt", "0"], "-output_dt must be > 0"),
+    (["-sand_youngs_modulus_typo", "1e6"], "Unknown option -sand_youngs_modulus_typo"),
+    (["-objects", "box1", "-box1_shape", "sphere", "-box1_center", "0.3,0.1", "-box1_radius", "-1"], "-box1_radius must be > 0"),
+    (["-emitters", "e", "-e_center", "0.3,0.2", "-e_direction", "0,-1", "-e_speed", "0", "-e_radius", "0.01"], "-e_speed must be > 0"),
+]
+
+c = T.Checks("bad decks are refused before stepping")
+for extra, expect in CASES:
+    out = T.outdir("bad_deck")
+    p = T.run_deck(DECK, 2, out, *extra, check=False)
+    err = p.stderr
+    ok = p.returncode == 1 and expect in err and "frame" not in p.stdout and "PETSC ERROR" not in err
+    c.true(" ".join(extra)[:48], ok, "exit %d: %s" % (p.returncode, [l for l in err.splitlines() if "error" in l][:1] or err[-300:]))
+    c.true("  no output frames written", not os.path.exists(os.path.join(out, "frames", "frame_00000.h5")))
+missing = T.run(1, ["-options_file_yaml", "/nonexistent/deck.yaml"], check=False)
+c.true("missing deck file: exit 1 and named", missing.returncode == 1 and "/nonexistent/deck.yaml" in missing.stderr, missing.stderr.strip()[:200])
+c.done()

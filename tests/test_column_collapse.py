@@ -1,0 +1,30 @@
+"""2D granular column collapse against the quasi-2D experiments of Lube et
+al. 2005 (reference-data.md s.1), 2 ranks, Drucker-Prager phi = 30 deg with
+the plane-strain cone, floor friction tan(phi), to ~8 tau_c.
+  a = 0.5: runout/L0 in [0.5, 1.2], H_inf/H0 = 1.00 +/- 0.03
+  a = 2:   runout/L0 in [2.4, 4.6], H_inf/L0 in [0.9, 1.5], front arrest in [2.5, 6] tau_c
+Also checks that mass and the particle count are conserved."""
+import json
+import os
+import subprocess
+import mpmtest as T
+
+cases = [
+    # name, overrides (L0 = 0.1 m), expected bands
+    ("a0.5", ["-column_hi", "0.1,0.05", "-domain_hi", "0.3,0.1", "-dx", "0.003125", "-t_end", "0.6", "-output_dt", "0.05"]),
+    ("a2", ["-dx", "0.00625", "-t_end", "1.15", "-output_dt", "0.05"]),
+]
+c = T.Checks("column collapse (Lube et al. 2005)")
+for name, extra in cases:
+    out = T.outdir("column_collapse_" + name)
+    T.run_deck("column_collapse_2d.yaml", 2, out, *extra)
+    subprocess.run(["/usr/bin/python3", os.path.join(T.SOURCE, "postproc", "column_collapse.py"), out], check=True)
+    with open(os.path.join(out, "column_collapse.json")) as f:
+        res = json.load(f)
+    for key, (lo, hi) in res["bands"].items():
+        c.within("%s %s" % (name, key), res[key], lo, hi)
+    h = T.mpmio.history(out)
+    c.close("%s mass conservation (relative)" % name, abs(h["mass"][-1] - h["mass"][0]) / h["mass"][0], 0.0, atol=1e-13)
+    c.true("%s particle count constant" % name, (h["particles"] == h["particles"][0]).all())
+    c.true("%s deposit plot written" % name, os.path.getsize(os.path.join(out, "deposit.png")) > 10000)
+c.done()

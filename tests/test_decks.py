@@ -1,0 +1,27 @@
+"""Every shipped deck in inputs/ and inputs/verification/ starts and runs a
+few steps on 2 ranks, writes its output (frames, XDMF, history, run.json,
+summary.json) and conserves its particle count."""
+import glob
+import json
+import os
+import mpmtest as T
+
+decks = sorted(glob.glob(os.path.join(T.SOURCE, "inputs", "*.yaml")) + glob.glob(os.path.join(T.SOURCE, "inputs", "verification", "*.yaml")))
+c = T.Checks("shipped decks (%d)" % len(decks))
+for path in decks:
+    rel = os.path.relpath(path, os.path.join(T.SOURCE, "inputs"))
+    out = T.outdir("deck_" + rel.replace("/", "_").replace(".yaml", ""))
+    steps = 3 if "bench" in rel else 20
+    p = T.run_deck(rel, 2, out, "-max_steps", steps, check=False)
+    ok = p.returncode == 0
+    c.true("%s runs %d steps" % (rel, steps), ok, "" if ok else p.stderr[-300:])
+    if not ok:
+        continue
+    s = T.mpmio.summary(out)
+    run = json.load(open(os.path.join(out, "run.json")))
+    c.true("%s summary and provenance" % rel, s["steps"] == steps and s["ranks"] == 2 and run["ranks"] == 2 and "-options_file_yaml" in run["options"]
+           and run["version"] == s["version"])
+    c.true("%s XDMF and frames" % rel, os.path.exists(os.path.join(out, "particles.xmf")) and len(T.mpmio.frame_files(out)) >= 2)
+    h = T.mpmio.history(out)
+    c.true("%s particle count consistent" % rel, s["particles"] + s["particles_deleted"] - s["particles_emitted"] == h["particles"][0])
+c.done()

@@ -1,0 +1,1383 @@
+/* Unit tests of the pure pointwise MPM kernels (include/mpm/kernels.h,
+ * include/mpm/transfer.h).  No PETSc, no MPI: links only mpmkernels.
+ *
+ * Every check compares a computed value with an independently known one
+ * (an identity, a conservation law, a closed form or a finite difference)
+ * and prints
+ *     name  value  expected  tol  ok|FAIL
+ * The program returns nonzero if any check fails.  Equation numbers (Kx)
+ * refer to Klar et al. 2016, "Drucker-Prager elastoplasticity for sand
+ * animation".  Random inputs come from the counter-based mpm_uniform, so
+ * every run sees the same numbers. */
+#include <mpm/kernels.h>
+#include <mpm/transfer.h>
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef M_PI
+#define M_PI 3.14159265358979323846
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Check bookkeeping                                                          */
+/* ------------------------------------------------------------------------ */
+static int n_checks, n_failed;
+
+static void check_impl(double value, double expected, double tol, const char *fmt, ...)
+{
+  char    name[160];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(name, sizeof name, fmt, ap);
+  va_end(ap);
+  const int ok = isfinite(value) && isfinite(expected) && fabs(value - expected) <= tol;
+  n_checks++;
+  if (!ok) n_failed++;
+  printf("%-74s %+.12e %+.12e %.1e %s\n", name, value, expected, tol, ok ? "ok" : "FAIL");
+}
+/* CHECK(value, expected, absolute tolerance, printf-style name...) */
+#define CHECK(value, expected, tol, ...) check_impl((double)(value), (double)(expected), (double)(tol), __VA_ARGS__)
+
+static void section(const char *title) { printf("\n== %s\n", title); }
+
+/* ------------------------------------------------------------------------ */
+/* Deterministic random numbers and small dense helpers                      */
+/* ------------------------------------------------------------------------ */
+static uint64_t rng_key;
+static double   urand(void) { return mpm_uniform(0x5eed2016ULL, rng_key++, 7); }
+static double   urange(double a, double b) { return a + (b - a) * urand(); }
+
+static double maxabs(int n, const double *a)
+{
+  double m = 0;
+  for (int i = 0; i < n; i++) m = fmax(m, fabs(a[i]));
+  return m;
+}
+static double maxdiff(int n, const double *a, const double *b)
+{
+  double m = 0;
+  for (int i = 0; i < n; i++) m = fmax(m, fabs(a[i] - b[i]));
+  return m;
+}
+static double frob(int n, const double *a)
+{
+  double s = 0;
+  for (int i = 0; i < n; i++) s += a[i] * a[i];
+  return sqrt(s);
+}
+static void transpose(int d, const double *A, double *At)
+{
+  for (int i = 0; i < d; i++)
+    for (int j = 0; j < d; j++) At[j * d + i] = A[i * d + j];
+}
+static void identity(int d, double *A)
+{
+  for (int i = 0; i < d * d; i++) A[i] = 0;
+  for (int i = 0; i < d; i++) A[i * d + i] = 1;
+}
+/* Random proper rotation: an angle in 2D, a normalized random quaternion in 3D. */
+static void random_rotation(int d, double *R)
+{
+  if (d == 2) {
+    const double t = urange(-M_PI, M_PI), c = cos(t), s = sin(t);
+    R[0] = c, R[1] = -s, R[2] = s, R[3] = c;
+    return;
+  }
+  double q[4], n = 0;
+  for (int i = 0; i < 4; i++) {
+    q[i] = urange(-1, 1);
+    n += q[i] * q[i];
+  }
+  n = sqrt(n);
+  const double w = q[0] / n, x = q[1] / n, y = q[2] / n, z = q[3] / n;
+  const double M[9] = {1 - 2 * (y * y + z * z), 2 * (x * y - z * w),     2 * (x * z + y * w),
+                       2 * (x * y + z * w),     1 - 2 * (x * x + z * z), 2 * (y * z - x * w),
+                       2 * (x * z - y * w),     2 * (y * z + x * w),     1 - 2 * (x * x + y * y)};
+  memcpy(R, M, sizeof M);
+}
+/* M = R1 diag(s) R2^T */
+static void rot_diag_rot(int d, const double *R1, const double *s, const double *R2, double *M)
+{
+  for (int i = 0; i < d; i++)
+    for (int j = 0; j < d; j++) {
+      double t = 0;
+      for (int k = 0; k < d; k++) t += R1[i * d + k] * s[k] * R2[j * d + k];
+      M[i * d + j] = t;
+    }
+}
+/* Frobenius norm of the deviator and the trace of a dim x dim matrix. */
+static void dev_tr(int d, const double *T, double *ndev, double *tr)
+{
+  double t = 0, s = 0;
+  for (int i = 0; i < d; i++) t += T[i * d + i];
+  for (int i = 0; i < d; i++)
+    for (int j = 0; j < d; j++) {
+      const double e = T[i * d + j] - (i == j ? t / d : 0.0);
+      s += e * e;
+    }
+  *ndev = sqrt(s);
+  *tr   = t;
+}
+
+/* ======================================================================== */
+/* 1. B-spline weights (K5, K6)                                               */
+/* ======================================================================== */
+/* Weight and derivative of node `node` at xr (zero outside the stencil). */
+static double node_weight(int order, double xr, int node, double *dwn)
+{
+  int    base;
+  double w[4], dw[4];
+  mpm_bspline_weights(order, xr, &base, w, dw);
+  const int k = node - base;
+  if (k < 0 || k > order) {
+    if (dwn) *dwn = 0.0;
+    return 0.0;
+  }
+  if (dwn) *dwn = dw[k];
+  return w[k];
+}
+
+/* Guards: the interpolation kernel is a partition of unity (mass is neither
+ * created nor lost in P2G), reproduces linear fields (momentum and the APIC
+ * affine part are transferred exactly), has the second moment D/h^2 that
+ * mpm_apic_dinv assumes (K8), its analytic gradient (used for forces and
+ * grad v) is the derivative of the weights, and it stays C1 across knots
+ * where the stencil base switches. */
+static void test_bspline(void)
+{
+  section("1. B-spline weights: partition of unity, linear reproduction, gradients");
+  for (int order = 2; order <= 3; order++) {
+    const char  *nm   = order == 2 ? "quadratic" : "cubic";
+    const double Dexp = 1.0 / mpm_apic_dinv(order, 1.0); /* 1/4 or 1/3 in grid units */
+    double       e_sum = 0, e_dsum = 0, e_mom = 0, e_dmom = 0, e_var = 0, e_fd = 0, wmin = 1;
+    int          nfd = 0;
+    const int    N   = 4000;
+    for (int s = 0; s < N; s++) {
+      const double xr = urange(-6.0, 9.0);
+      int          base;
+      double       w[4], dw[4], sw = 0, sdw = 0, m1 = 0, dm1 = 0, m2 = 0;
+      mpm_bspline_weights(order, xr, &base, w, dw);
+      for (int k = 0; k <= order; k++) {
+        const double xi = base + k;
+        sw += w[k];
+        sdw += dw[k];
+        m1 += w[k] * xi;
+        dm1 += dw[k] * xi;
+        m2 += w[k] * (xi - xr) * (xi - xr);
+        wmin = fmin(wmin, w[k]);
+      }
+      e_sum  = fmax(e_sum, fabs(sw - 1.0));
+      e_dsum = fmax(e_dsum, fabs(sdw));
+      e_mom  = fmax(e_mom, fabs(m1 - xr));
+      e_dmom = fmax(e_dmom, fabs(dm1 - 1.0));
+      e_var  = fmax(e_var, fabs(m2 - Dexp));
+      /* Central differences, skipping points within 2 steps of a knot where
+       * the second derivative jumps (half-integers for the quadratic spline,
+       * integers for the cubic one). */
+      const double hfd  = 1e-5;
+      const double kpos = order == 2 ? xr - 0.5 : xr;
+      if (fabs(kpos - floor(kpos + 0.5)) < 2 * hfd) continue;
+      nfd++;
+      for (int node = base - 1; node <= base + order + 1; node++) {
+        double       dwa;
+        const double wp = node_weight(order, xr + hfd, node, NULL), wm = node_weight(order, xr - hfd, node, NULL);
+        node_weight(order, xr, node, &dwa);
+        e_fd = fmax(e_fd, fabs((wp - wm) / (2 * hfd) - dwa));
+      }
+    }
+    CHECK(e_sum, 0, 1e-12, "bspline %s max|sum w - 1| (%d samples)", nm, N);
+    CHECK(e_dsum, 0, 1e-12, "bspline %s max|sum dw|", nm);
+    CHECK(e_mom, 0, 1e-12, "bspline %s max|sum w x_i - xr| (first moment)", nm);
+    CHECK(e_dmom, 0, 1e-12, "bspline %s max|sum dw x_i - 1|", nm);
+    CHECK(e_var, 0, 1e-12, "bspline %s max|sum w (x_i-xr)^2 - 1/dinv| (APIC D)", nm);
+    CHECK(wmin < 0 ? wmin : 0, 0, 0, "bspline %s min weight >= 0 (0 if none negative)", nm);
+    CHECK(e_fd, 0, 1e-7, "bspline %s max|dw - central FD| (%d samples)", nm, nfd);
+
+    /* Continuity of w and dw across every knot (C1), i.e. across the
+     * switch of the stencil base, including negative coordinates. */
+    double e_c0 = 0, e_c1 = 0;
+    for (int kn = -4; kn <= 6; kn++) {
+      const double K = order == 2 ? kn + 0.5 : (double)kn;
+      const double xl = nextafter(K, -INFINITY), xh = nextafter(K, INFINITY);
+      for (int node = kn - 4; node <= kn + 4; node++) {
+        double       dl, dh;
+        const double wl = node_weight(order, xl, node, &dl), wh = node_weight(order, xh, node, &dh);
+        e_c0 = fmax(e_c0, fabs(wl - wh));
+        e_c1 = fmax(e_c1, fabs(dl - dh));
+      }
+    }
+    CHECK(e_c0, 0, 1e-12, "bspline %s weights continuous across knots", nm);
+    CHECK(e_c1, 0, 1e-12, "bspline %s gradients continuous across knots", nm);
+  }
+  /* Closed-form values at a node: quadratic N(0) = 3/4, N(1) = 1/8;
+   * cubic N(0) = 2/3, N(1) = 1/6. */
+  CHECK(node_weight(2, 3.0, 3, NULL), 0.75, 1e-15, "bspline quadratic w(node at distance 0) = 3/4");
+  CHECK(node_weight(2, 3.0, 4, NULL), 0.125, 1e-15, "bspline quadratic w(node at distance 1) = 1/8");
+  CHECK(node_weight(3, 3.0, 3, NULL), 2.0 / 3.0, 1e-15, "bspline cubic w(node at distance 0) = 2/3");
+  CHECK(node_weight(3, 3.0, 2, NULL), 1.0 / 6.0, 1e-15, "bspline cubic w(node at distance 1) = 1/6");
+}
+
+/* ======================================================================== */
+/* 2./3. Transfers                                                            */
+/* ======================================================================== */
+typedef struct {
+  MPMGridBox g;
+  long       nn;
+  double    *grid;
+} TestGrid;
+
+/* A box of N nodes per axis with a non-zero first index (exercises the
+ * ghost-box offsets) and a shifted origin, h = 0.1. */
+static void grid_make(TestGrid *t, int dim, int order, int dof, int N)
+{
+  const int    gs[3] = {-3, 2, 1};
+  const double o[3]  = {0.3, -0.2, 0.15};
+  memset(t, 0, sizeof *t);
+  t->g.dim   = dim;
+  t->g.order = order;
+  t->g.dof   = dof;
+  t->g.h     = 0.1;
+  for (int a = 0; a < 3; a++) {
+    t->g.origin[a] = a < dim ? o[a] : 0.0;
+    t->g.gs[a]     = a < dim ? gs[a] : 0;
+    t->g.gn[a]     = a < dim ? N : 1;
+  }
+  t->nn   = (long)t->g.gn[0] * t->g.gn[1] * t->g.gn[2];
+  t->grid = calloc((size_t)(t->nn * dof), sizeof(double));
+}
+static void grid_clear(TestGrid *t) { memset(t->grid, 0, sizeof(double) * (size_t)(t->nn * t->g.dof)); }
+static void grid_free(TestGrid *t) { free(t->grid); }
+static void node_pos(const TestGrid *t, long idx, double *x)
+{
+  const int i[3] = {t->g.gs[0] + (int)(idx % t->g.gn[0]), t->g.gs[1] + (int)((idx / t->g.gn[0]) % t->g.gn[1]),
+                    t->g.gs[2] + (int)(idx / ((long)t->g.gn[0] * t->g.gn[1]))};
+  for (int a = 0; a < t->g.dim; a++) x[a] = t->g.origin[a] + t->g.h * i[a];
+}
+/* Grid update with dt = 0 and no forces: v_i = p_i / m_i where m_i > 0. */
+static void grid_momentum_to_velocity(TestGrid *t)
+{
+  const int d = t->g.dim, dof = t->g.dof;
+  for (long n = 0; n < t->nn; n++) {
+    double *node = t->grid + n * dof;
+    for (int a = 0; a < d; a++) node[1 + a] = node[0] > 0 ? node[1 + a] / node[0] : 0.0;
+  }
+}
+
+static void parts_alloc(MPMParticleView *p, int dim, int n)
+{
+  p->n   = n;
+  p->x   = calloc((size_t)(n * dim), sizeof(double));
+  p->v   = calloc((size_t)(n * dim), sizeof(double));
+  p->C   = calloc((size_t)(n * dim * dim), sizeof(double));
+  p->Fe  = calloc((size_t)(n * dim * dim), sizeof(double));
+  p->tau = calloc((size_t)(n * dim * dim), sizeof(double));
+  p->m   = calloc((size_t)n, sizeof(double));
+  p->V0  = calloc((size_t)n, sizeof(double));
+  for (int q = 0; q < n; q++) identity(dim, p->Fe + q * dim * dim);
+}
+static void parts_free(MPMParticleView *p)
+{
+  free(p->x), free(p->v), free(p->C), free(p->Fe), free(p->tau), free(p->m), free(p->V0);
+}
+/* Random position whose cubic and quadratic stencils lie inside the box. */
+static void random_inside(const TestGrid *t, double *x)
+{
+  for (int a = 0; a < t->g.dim; a++)
+    x[a] = t->g.origin[a] + t->g.h * (t->g.gs[a] + urange(2.0, t->g.gn[a] - 3.0));
+}
+
+/* Angular momentum about the origin: 1 component in 2D, 3 in 3D. */
+static int cross(int d, const double *x, const double *v, double *L)
+{
+  if (d == 2) {
+    L[0] = x[0] * v[1] - x[1] * v[0];
+    return 1;
+  }
+  L[0] = x[1] * v[2] - x[2] * v[1];
+  L[1] = x[2] * v[0] - x[0] * v[2];
+  L[2] = x[0] * v[1] - x[1] * v[0];
+  return 3;
+}
+/* Spin carried by the APIC affine matrix: eps_abc (C D)_cb, i.e. the
+ * angular momentum of m (v + C dx) about x_p weighted by the kernel. */
+static int apic_spin(int d, const double *C, double Dinertia, double *L)
+{
+  if (d == 2) {
+    L[0] = Dinertia * (C[2] - C[1]);
+    return 1;
+  }
+  L[0] = Dinertia * (C[7] - C[5]);
+  L[1] = Dinertia * (C[2] - C[6]);
+  L[2] = Dinertia * (C[3] - C[1]);
+  return 3;
+}
+
+/* Particle totals: mass, linear momentum, angular momentum (APIC spin
+ * included when with_C), and a magnitude scale for relative tolerances. */
+static void particle_totals(const MPMGridBox *g, const MPMParticleView *p, int with_C, double *M, double *P, double *L, double *scale)
+{
+  const int    d = g->dim;
+  const double D = 1.0 / mpm_apic_dinv(g->order, g->h);
+  *M = 0, *scale = 0;
+  for (int a = 0; a < 3; a++) P[a] = L[a] = 0;
+  for (int q = 0; q < p->n; q++) {
+    double       l[3], s[3];
+    const double m = p->m[q];
+    *M += m;
+    for (int a = 0; a < d; a++) P[a] += m * p->v[q * d + a];
+    const int nl = cross(d, p->x + q * d, p->v + q * d, l);
+    for (int a = 0; a < nl; a++) L[a] += m * l[a];
+    if (with_C) {
+      apic_spin(d, p->C + q * d * d, D, s);
+      for (int a = 0; a < nl; a++) L[a] += m * s[a];
+    }
+    *scale += m * (maxabs(d, p->v + q * d) * (1.0 + maxabs(d, p->x + q * d)) + (with_C ? g->h * maxabs(d * d, p->C + q * d * d) : 0.0));
+  }
+}
+/* Grid totals of slots [1..dim] (momentum or m*velocity). */
+static void grid_totals(const TestGrid *t, int velocity, double *M, double *P, double *L)
+{
+  const int d = t->g.dim, dof = t->g.dof;
+  *M = 0;
+  for (int a = 0; a < 3; a++) P[a] = L[a] = 0;
+  for (long n = 0; n < t->nn; n++) {
+    const double *node = t->grid + n * dof;
+    double        x[3] = {0}, mom[3], l[3];
+    node_pos(t, n, x);
+    for (int a = 0; a < d; a++) mom[a] = velocity ? node[0] * node[1 + a] : node[1 + a];
+    *M += node[0];
+    for (int a = 0; a < d; a++) P[a] += mom[a];
+    const int nl = cross(d, x, mom, l);
+    for (int a = 0; a < nl; a++) L[a] += l[a];
+  }
+}
+
+/* Guards: P2G conserves mass, linear and angular momentum (APIC spin
+ * included, Jiang et al. 2015); G2P conserves sum m v = sum_i m_i v_i and
+ * angular momentum; internal forces sum to zero, exert no net torque for a
+ * symmetric stress, and do the discrete stress power -dt V0 tau : G on a
+ * linear velocity field; the FLIP blend adds the grid velocity change. */
+static void test_transfer_conservation(int dim, int order)
+{
+  const char *nm = order == 2 ? "quadratic" : "cubic";
+  const int   N  = dim == 2 ? 12 : 9, np = dim == 2 ? 60 : 80, dd = dim * dim;
+  TestGrid    t;
+  grid_make(&t, dim, order, 1 + dim, N);
+  MPMParticleView p;
+  parts_alloc(&p, dim, np);
+  for (int q = 0; q < np; q++) {
+    random_inside(&t, p.x + q * dim);
+    p.m[q]  = urange(0.5, 2.0);
+    p.V0[q] = urange(0.5, 2.0) * pow(t.g.h, dim);
+    for (int a = 0; a < dim; a++) p.v[q * dim + a] = urange(-1, 1);
+    for (int a = 0; a < dd; a++) p.C[q * dd + a] = urange(-10, 10); /* C dx ~ v */
+  }
+  double Mp, Pp[3], Lp[3], sc, Mg, Pg[3], Lg[3];
+  const int nl = dim == 2 ? 1 : 3;
+
+  /* P2G, tau = 0: no force even with dt > 0. */
+  particle_totals(&t.g, &p, 1, &Mp, Pp, Lp, &sc);
+  mpm_p2g(&t.g, &p, 1e-3, t.grid);
+  grid_totals(&t, 0, &Mg, Pg, Lg);
+  CHECK(Mg, Mp, 1e-12 * Mp, "P2G %dD %s total grid mass = sum m_p", dim, nm);
+  for (int a = 0; a < dim; a++) CHECK(Pg[a], Pp[a], 1e-12 * sc, "P2G %dD %s grid momentum[%d] = sum m_p v_p (C != 0)", dim, nm, a);
+  for (int a = 0; a < nl; a++) CHECK(Lg[a], Lp[a], 1e-12 * sc, "P2G %dD %s grid ang. momentum[%d] = sum m(x x v) + APIC spin", dim, nm, a);
+
+  /* Grid update with dt = 0, then G2P (APIC). */
+  grid_momentum_to_velocity(&t);
+  grid_totals(&t, 1, &Mg, Pg, Lg);
+  double *x0 = malloc(sizeof(double) * (size_t)(np * dim)), *F0 = malloc(sizeof(double) * (size_t)(np * dd));
+  memcpy(x0, p.x, sizeof(double) * (size_t)(np * dim));
+  for (int q = 0; q < np; q++)
+    for (int a = 0; a < dd; a++) F0[q * dd + a] = p.Fe[q * dd + a] = (a % (dim + 1) == 0 ? 1.0 : 0.0) + urange(-0.1, 0.1);
+  const double vmax2 = mpm_g2p(&t.g, t.grid, 0.0, -1.0, &p);
+  double       Mp2, Pp2[3], Lp2[3], sc2, vm2 = 0;
+  particle_totals(&t.g, &p, 1, &Mp2, Pp2, Lp2, &sc2);
+  for (int a = 0; a < dim; a++) {
+    CHECK(Pp2[a], Pg[a], 1e-12 * sc, "G2P %dD %s sum m_p v_p(new)[%d] = sum_i m_i v_i", dim, nm, a);
+    CHECK(Pp2[a], Pp[a], 1e-12 * sc, "P2G+G2P %dD %s particle momentum[%d] conserved", dim, nm, a);
+  }
+  for (int a = 0; a < nl; a++) CHECK(Lp2[a], Lg[a], 1e-12 * sc, "G2P %dD %s ang. momentum[%d] (with APIC spin) = grid", dim, nm, a);
+  for (int q = 0; q < np; q++) {
+    double s = 0;
+    for (int a = 0; a < dim; a++) s += p.v[q * dim + a] * p.v[q * dim + a];
+    vm2 = fmax(vm2, s);
+  }
+  CHECK(vmax2, vm2, 0, "G2P %dD %s returns max |v_p|^2", dim, nm);
+  CHECK(maxdiff(np * dim, p.x, x0), 0, 0, "G2P %dD %s dt = 0 leaves x unchanged", dim, nm);
+  CHECK(maxdiff(np * dd, p.Fe, F0), 0, 0, "G2P %dD %s dt = 0 leaves F_E unchanged", dim, nm);
+  free(x0), free(F0);
+
+  /* Internal forces (K23) with a random symmetric Kirchhoff stress, FLIP
+   * layout (force impulse in slots 1+dim..2dim). */
+  grid_free(&t);
+  grid_make(&t, dim, order, 1 + 2 * dim, N);
+  const double dt = 1e-3;
+  double       power = 0, fscale = 0;
+  const double G[9] = {0.3, -1.1, 0.7, 0.4, -0.2, 0.9, -0.6, 0.5, 0.8}; /* linear field u = G x (dim x dim leading block) */
+  for (int q = 0; q < np; q++) {
+    double *tau = p.tau + q * dd;
+    for (int a = 0; a < dim; a++)
+      for (int b = a; b < dim; b++) tau[a * dim + b] = tau[b * dim + a] = urange(-1e5, 1e5);
+    for (int a = 0; a < dim; a++)
+      for (int b = 0; b < dim; b++) power += -dt * p.V0[q] * tau[a * dim + b] * G[a * 3 + b];
+    fscale += dt * p.V0[q] * maxabs(dd, tau) / t.g.h;
+  }
+  particle_totals(&t.g, &p, 1, &Mp, Pp, Lp, &sc);
+  mpm_p2g(&t.g, &p, dt, t.grid);
+  double F[3] = {0}, T[3] = {0}, Pm[3] = {0}, W = 0;
+  for (long n = 0; n < t.nn; n++) {
+    const double *node = t.grid + n * t.g.dof;
+    double        x[3] = {0}, l[3];
+    node_pos(&t, n, x);
+    for (int a = 0; a < dim; a++) {
+      F[a] += node[1 + dim + a];
+      Pm[a] += node[1 + a];
+      double u = 0;
+      for (int b = 0; b < dim; b++) u += G[a * 3 + b] * x[b];
+      W += u * node[1 + dim + a];
+    }
+    cross(dim, x, node + 1 + dim, l);
+    for (int a = 0; a < nl; a++) T[a] += l[a];
+  }
+  for (int a = 0; a < dim; a++) {
+    CHECK(F[a], 0, 1e-12 * fscale, "P2G %dD %s net internal force[%d] = 0", dim, nm, a);
+    CHECK(Pm[a], Pp[a], 1e-12 * sc, "P2G %dD %s FLIP layout momentum[%d] = sum m v", dim, nm, a);
+  }
+  for (int a = 0; a < nl; a++) CHECK(T[a], 0, 1e-12 * fscale, "P2G %dD %s net internal torque[%d] = 0 (tau symmetric)", dim, nm, a);
+  CHECK(W, power, 1e-10 * fabs(power), "P2G %dD %s sum f_i.(G x_i) = -dt sum V0 tau:G", dim, nm);
+
+  /* The stress-power identity holds for any tau: with a non-symmetric one
+   * it also pins the index order f_a = -dt V0 tau_ab dw_b. */
+  grid_clear(&t);
+  power = 0;
+  for (int q = 0; q < np; q++)
+    for (int a = 0; a < dim; a++)
+      for (int c = 0; c < dim; c++) {
+        p.tau[q * dd + a * dim + c] = urange(-1e5, 1e5);
+        power += -dt * p.V0[q] * p.tau[q * dd + a * dim + c] * G[a * 3 + c];
+      }
+  mpm_p2g(&t.g, &p, dt, t.grid);
+  W = 0;
+  for (long n = 0; n < t.nn; n++) {
+    const double *node = t.grid + n * t.g.dof;
+    double        x[3] = {0};
+    node_pos(&t, n, x);
+    for (int a = 0; a < dim; a++)
+      for (int c = 0; c < dim; c++) W += G[a * 3 + c] * x[c] * node[1 + dim + a];
+  }
+  CHECK(W, power, 1e-10 * fabs(power), "P2G %dD %s non-symmetric tau: sum f_i.(G x_i) = -dt V0 tau:G", dim, nm);
+  for (int q = 0; q < np; q++) /* back to symmetric */
+    for (int a = 0; a < dim; a++)
+      for (int c = 0; c < a; c++) p.tau[q * dd + a * dim + c] = p.tau[q * dd + c * dim + a];
+
+  /* Same with the force folded into the momentum (APIC layout). */
+  TestGrid t2;
+  grid_make(&t2, dim, order, 1 + dim, N);
+  mpm_p2g(&t2.g, &p, dt, t2.grid);
+  grid_totals(&t2, 0, &Mg, Pg, Lg);
+  for (int a = 0; a < dim; a++) CHECK(Pg[a], Pp[a], 1e-12 * (sc + fscale), "P2G %dD %s momentum[%d] with internal forces = sum m v", dim, nm, a);
+  for (int a = 0; a < nl; a++) CHECK(Lg[a], Lp[a], 1e-12 * (sc + fscale), "P2G %dD %s ang. momentum[%d] with internal forces", dim, nm, a);
+  grid_free(&t2);
+
+  /* FLIP/PIC blend: grid velocity b + A x_i after, minus a uniform dv
+   * before.  FLIP (flip = 1) adds exactly dv to each particle; a blend
+   * mixes that with the interpolated (affine, hence exact) velocity. */
+  double b[3], A[9], dv[3];
+  for (int a = 0; a < dim; a++) b[a] = urange(-1, 1), dv[a] = urange(-0.5, 0.5);
+  for (int a = 0; a < dd; a++) A[a] = urange(-2, 2);
+  for (long n = 0; n < t.nn; n++) {
+    double *node = t.grid + n * t.g.dof, x[3] = {0};
+    node_pos(&t, n, x);
+    for (int a = 0; a < dim; a++) {
+      double v = b[a];
+      for (int c = 0; c < dim; c++) v += A[a * dim + c] * x[c];
+      node[1 + a]       = v;
+      node[1 + dim + a] = v - dv[a];
+    }
+  }
+  const double flips[2] = {1.0, 0.95}, dtf = 0.01;
+  for (int f = 0; f < 2; f++) {
+    double *vold = malloc(sizeof(double) * (size_t)(np * dim)), *xold = malloc(sizeof(double) * (size_t)(np * dim)), err = 0, errx = 0;
+    memcpy(vold, p.v, sizeof(double) * (size_t)(np * dim));
+    memcpy(xold, p.x, sizeof(double) * (size_t)(np * dim));
+    for (int a = 0; a < np * dd; a++) p.C[a] = 1.0;
+    mpm_g2p(&t.g, t.grid, dtf, flips[f], &p);
+    for (int q = 0; q < np; q++)
+      for (int a = 0; a < dim; a++) {
+        double vg = b[a];
+        for (int c = 0; c < dim; c++) vg += A[a * dim + c] * xold[q * dim + c];
+        const double expect = flips[f] * (vold[q * dim + a] + dv[a]) + (1.0 - flips[f]) * vg;
+        err                 = fmax(err, fabs(p.v[q * dim + a] - expect));
+        errx                = fmax(errx, fabs(p.x[q * dim + a] - (xold[q * dim + a] + dtf * vg)));
+      }
+    CHECK(err, 0, 1e-12, "G2P %dD %s FLIP %.2f: v = flip (v + dv) + (1-flip) v_grid", dim, nm, flips[f]);
+    CHECK(errx, 0, 1e-12, "G2P %dD %s FLIP %.2f: x += dt v_grid (K13), not the FLIP v", dim, nm, flips[f]);
+    CHECK(maxabs(np * dd, p.C), 0, 0, "G2P %dD %s FLIP %.2f sets C = 0", dim, nm, flips[f]);
+    free(vold), free(xold);
+  }
+  grid_free(&t);
+  parts_free(&p);
+}
+
+/* Guards: APIC transfers an affine velocity field v = b + A x exactly in
+ * both directions (v_i = b + A x_i on every node with mass; G2P returns
+ * v_p and C_p = A), and G2P's velocity gradient is A (x += dt v,
+ * F_E <- (I + dt A) F_E).  Holds for any particle set, so it is checked
+ * on a dense filling and on three isolated particles. */
+static void test_transfer_affine(int dim, int order, int dense)
+{
+  const char *nm = order == 2 ? "quadratic" : "cubic", *set = dense ? "dense" : "sparse(3)";
+  const int   N = dim == 2 ? 12 : 9, dd = dim * dim;
+  TestGrid    t;
+  grid_make(&t, dim, order, 1 + dim, N);
+  /* dense: 3 particles per cell per axis, jittered, over cells 2..N-4 */
+  const int ppc = 3, ncell = N - 5;
+  int       np  = 3;
+  if (dense) {
+    np = 1;
+    for (int a = 0; a < dim; a++) np *= ppc * ncell;
+  }
+  MPMParticleView p;
+  parts_alloc(&p, dim, np);
+  double b[3], A[9];
+  for (int a = 0; a < dim; a++) b[a] = urange(-1, 1);
+  for (int a = 0; a < dd; a++) A[a] = urange(-2, 2);
+  for (int q = 0; q < np; q++) {
+    double *x = p.x + q * dim;
+    if (dense) {
+      int r = q;
+      for (int a = 0; a < dim; a++) {
+        const int c = r % (ppc * ncell);
+        r /= ppc * ncell;
+        x[a] = t.g.origin[a] + t.g.h * (t.g.gs[a] + 2 + (c + 0.5 + urange(-0.3, 0.3)) / ppc);
+      }
+    } else random_inside(&t, x);
+    p.m[q]  = urange(0.5, 2.0);
+    p.V0[q] = 1.0;
+    for (int a = 0; a < dim; a++) {
+      double v = b[a];
+      for (int c = 0; c < dim; c++) v += A[a * dim + c] * x[c];
+      p.v[q * dim + a] = v;
+    }
+    memcpy(p.C + q * dd, A, sizeof(double) * (size_t)dd);
+    for (int a = 0; a < dd; a++) p.Fe[q * dd + a] = (a % (dim + 1) == 0 ? 1.0 : 0.0) + urange(-0.1, 0.1);
+  }
+  double *v0 = malloc(sizeof(double) * (size_t)(np * dim)), *x0 = malloc(sizeof(double) * (size_t)(np * dim));
+  double *F0 = malloc(sizeof(double) * (size_t)(np * dd));
+  memcpy(v0, p.v, sizeof(double) * (size_t)(np * dim));
+  memcpy(x0, p.x, sizeof(double) * (size_t)(np * dim));
+  memcpy(F0, p.Fe, sizeof(double) * (size_t)(np * dd));
+
+  /* dt = 0 round trip */
+  mpm_p2g(&t.g, &p, 0.0, t.grid);
+  grid_momentum_to_velocity(&t);
+  double egrid = 0;
+  long   nmass = 0;
+  for (long n = 0; n < t.nn; n++) {
+    const double *node = t.grid + n * t.g.dof;
+    double        x[3] = {0};
+    if (!(node[0] > 0)) continue;
+    nmass++;
+    node_pos(&t, n, x);
+    for (int a = 0; a < dim; a++) {
+      double v = b[a];
+      for (int c = 0; c < dim; c++) v += A[a * dim + c] * x[c];
+      egrid = fmax(egrid, fabs(node[1 + a] - v));
+    }
+  }
+  CHECK(egrid, 0, 1e-12, "APIC %dD %s %s: P2G v_i = b + A x_i on %ld nodes", dim, nm, set, nmass);
+  mpm_g2p(&t.g, t.grid, 0.0, -1.0, &p);
+  double ev = maxdiff(np * dim, p.v, v0), eC = 0;
+  for (int q = 0; q < np; q++) eC = fmax(eC, maxdiff(dd, p.C + q * dd, A));
+  CHECK(ev, 0, 1e-12, "APIC %dD %s %s: G2P v_p unchanged (%d particles)", dim, nm, set, np);
+  CHECK(eC, 0, 1e-12, "APIC %dD %s %s: G2P C_p = A", dim, nm, set);
+
+  /* dt > 0: positions advect with the affine field, F_E <- (I + dt A) F_E */
+  const double dt = 0.01;
+  grid_clear(&t);
+  memcpy(p.v, v0, sizeof(double) * (size_t)(np * dim));
+  for (int q = 0; q < np; q++) memcpy(p.C + q * dd, A, sizeof(double) * (size_t)dd);
+  mpm_p2g(&t.g, &p, dt, t.grid); /* tau = 0 */
+  grid_momentum_to_velocity(&t);
+  mpm_g2p(&t.g, t.grid, dt, -1.0, &p);
+  double ex = 0, eF = 0;
+  for (int q = 0; q < np; q++) {
+    for (int a = 0; a < dim; a++) {
+      double v = b[a];
+      for (int c = 0; c < dim; c++) v += A[a * dim + c] * x0[q * dim + c];
+      ex = fmax(ex, fabs(p.x[q * dim + a] - (x0[q * dim + a] + dt * v)));
+    }
+    double IA[9], Fn[9];
+    for (int a = 0; a < dd; a++) IA[a] = dt * A[a] + (a % (dim + 1) == 0 ? 1.0 : 0.0);
+    mpm_matmul(dim, IA, F0 + q * dd, Fn);
+    eF = fmax(eF, maxdiff(dd, p.Fe + q * dd, Fn));
+  }
+  CHECK(ex, 0, 1e-12, "APIC %dD %s %s: x_new = x + dt (b + A x)", dim, nm, set);
+  CHECK(eF, 0, 1e-12, "APIC %dD %s %s: F_E,new = (I + dt A) F_E (grad v = A)", dim, nm, set);
+  free(v0), free(x0), free(F0);
+  grid_free(&t);
+  parts_free(&p);
+}
+
+/* ======================================================================== */
+/* 4. Drucker-Prager return mapping (K27-K31)                                 */
+/* ======================================================================== */
+static const double E_SAND = 3.537e7, NU_SAND = 0.3; /* Klar et al. Table 3 */
+
+static MPMDruckerPragerParams dp_params(int dim, int cone, double phi_deg, double cohesion)
+{
+  MPMDruckerPragerParams p;
+  memset(&p, 0, sizeof p);
+  p.dim = dim;
+  mpm_lame(E_SAND, NU_SAND, &p.mu, &p.lambda);
+  p.h0       = phi_deg * M_PI / 180.0;
+  p.cohesion = cohesion;
+  p.cone     = cone;
+  mpm_dp_setup(&p);
+  return p;
+}
+/* Independent cone coefficient: (K31) or the plane-strain match. */
+static double alpha_ref(int dim, int cone, double phi)
+{
+  const double s = sin(phi), t = tan(phi);
+  if (cone == MPM_CONE_COMPRESSION) return sqrt(2.0 / 3.0) * 2.0 * s / (3.0 - s);
+  return dim == 2 ? s / sqrt(2.0) : sqrt(2.0) * t / sqrt(9.0 + 12.0 * t * t);
+}
+/* Yield function f(tau) = ||dev tau||_F + alpha (tr tau - d c cot phi), from the full matrix. */
+static double yield_fn(int d, const double *tau, double alpha, double ccot)
+{
+  double nd, tr;
+  dev_tr(d, tau, &nd, &tr);
+  return nd + alpha * (tr - d * ccot);
+}
+/* Kirchhoff stress of principal Hencky strains e in the frame R (K26 F^T). */
+static void hencky_tau_ref(int d, double mu, double lambda, const double *R, const double *e, double *tau)
+{
+  double tr = 0, s[3];
+  for (int k = 0; k < d; k++) tr += e[k];
+  for (int k = 0; k < d; k++) s[k] = 2 * mu * e[k] + lambda * tr;
+  rot_diag_rot(d, R, s, R, tau);
+}
+static void F_from_strain(int d, const double *R1, const double *e, const double *R2, double *F)
+{
+  double s[3];
+  for (int k = 0; k < d; k++) s[k] = exp(e[k]);
+  rot_diag_rot(d, R1, s, R2, F);
+}
+/* Independent outcome of the return mapping for principal strains e:
+ * the expected case, projected strains H and hardening increment dq. */
+static MPMPlasticCase dp_reference(int d, double mu, double lambda, double alpha, double ccot, const double *e, double *H, double *dq, double *f_trial)
+{
+  double tr = 0, hat[3], nh = 0, tau[9], I[9];
+  identity(d, I);
+  hencky_tau_ref(d, mu, lambda, I, e, tau);
+  const double f        = yield_fn(d, tau, alpha, ccot);
+  const double tr_apex  = d * ccot / (d * lambda + 2 * mu); /* tr eps where tau = c cot(phi) I */
+  for (int k = 0; k < d; k++) tr += e[k];
+  for (int k = 0; k < d; k++) {
+    hat[k] = e[k] - tr / d;
+    nh += hat[k] * hat[k];
+  }
+  nh       = sqrt(nh);
+  *f_trial = f;
+  if (f <= 0) {
+    for (int k = 0; k < d; k++) H[k] = e[k];
+    *dq = 0;
+    return MPM_CASE_ELASTIC;
+  }
+  if (tr > tr_apex) {
+    double n2 = 0;
+    for (int k = 0; k < d; k++) {
+      H[k] = tr_apex / d;
+      n2 += (e[k] - H[k]) * (e[k] - H[k]);
+    }
+    *dq = sqrt(n2);
+    return MPM_CASE_TIP;
+  }
+  const double dg = f / (2 * mu); /* (K27): f = 2 mu delta gamma */
+  for (int k = 0; k < d; k++) H[k] = e[k] - dg * hat[k] / nh;
+  *dq = dg;
+  return MPM_CASE_CONE;
+}
+
+/* Guards (a)-(c): static friction inside the cone leaves F_E alone;
+ * expansion releases all stress (F_E becomes a rotation); shear beyond the
+ * friction limit is projected onto the cone without volume change along
+ * the deviatoric direction (non-associative, K28).  Fixed states per dim. */
+static void test_dp_cases(int dim)
+{
+  const MPMDruckerPragerParams p  = dp_params(dim, MPM_CONE_COMPRESSION, 30.0, 0.0);
+  const double                 al = alpha_ref(dim, MPM_CONE_COMPRESSION, p.h0);
+  double                       R1[9], R2[9], F[9], Fo[9], tau[9], tref[9], q, Jp, H[3], dq, f;
+  random_rotation(dim, R1);
+  random_rotation(dim, R2);
+  const double taus = 2 * p.mu * 0.05; /* stress scale */
+  CHECK(p.alpha0, al, 1e-15, "DP %dD setup: alpha0 = sqrt(2/3) 2 sin(phi)/(3 - sin(phi))", dim);
+  CHECK(p.tr_apex0, 0, 0, "DP %dD setup: no cohesion -> apex at zero strain", dim);
+  CHECK(p.hardening, 0, 0, "DP %dD setup: h1 = h3 = 0 -> no hardening", dim);
+
+  /* (a) elastic */
+  const double ea[3] = {-0.01, -0.011, -0.012};
+  F_from_strain(dim, R1, ea, R2, F);
+  memcpy(Fo, F, sizeof F);
+  q = 0.3, Jp = 0.9;
+  MPMPlasticCase c = mpm_dp_update(&p, F, &q, &Jp, tau);
+  hencky_tau_ref(dim, p.mu, p.lambda, R1, ea, tref);
+  CHECK(yield_fn(dim, tref, al, 0) < 0, 1, 0, "DP %dD (a) trial state is strictly inside the cone", dim);
+  CHECK(c, MPM_CASE_ELASTIC, 0, "DP %dD (a) inside cone -> MPM_CASE_ELASTIC", dim);
+  CHECK(maxdiff(dim * dim, F, Fo), 0, 0, "DP %dD (a) F_E unchanged", dim);
+  CHECK(q, 0.3, 0, "DP %dD (a) q unchanged", dim);
+  CHECK(Jp, 0.9, 0, "DP %dD (a) Jp unchanged", dim);
+  CHECK(maxdiff(dim * dim, tau, tref), 0, 1e-10 * maxabs(dim * dim, tref), "DP %dD (a) tau = Hencky stress U(2mu eps + lambda tr eps)U^T", dim);
+
+  /* (b) expansion -> tip */
+  const double eb[3] = {0.02, 0.01, -0.005};
+  F_from_strain(dim, R1, eb, R2, F);
+  const double detb = mpm_det(dim, F);
+  q = 0.3, Jp = 1.0;
+  c = mpm_dp_update(&p, F, &q, &Jp, tau);
+  double FtF[9], Ft[9], I[9], RR[9];
+  transpose(dim, F, Ft);
+  mpm_matmul(dim, Ft, F, FtF);
+  identity(dim, I);
+  transpose(dim, R2, Ft);
+  mpm_matmul(dim, R1, Ft, RR);
+  double ne = 0;
+  for (int k = 0; k < dim; k++) ne += eb[k] * eb[k];
+  CHECK(c, MPM_CASE_TIP, 0, "DP %dD (b) tr eps > 0 -> MPM_CASE_TIP", dim);
+  CHECK(maxabs(dim * dim, tau), 0, 1e-12 * taus, "DP %dD (b) tip: tau = 0 (stress free)", dim);
+  CHECK(maxdiff(dim * dim, FtF, I), 0, 1e-12, "DP %dD (b) tip: F_E^T F_E = I (pure rotation)", dim);
+  CHECK(maxdiff(dim * dim, F, RR), 0, 1e-12, "DP %dD (b) tip: F_E = U V^T", dim);
+  CHECK(q - 0.3, sqrt(ne), 1e-12, "DP %dD (b) tip: dq = ||eps||_F (K29)", dim);
+  CHECK(Jp, detb, 1e-12, "DP %dD (b) tip: Jp *= det F_E (det F conserved)", dim);
+
+  /* (c) compression + shear -> cone */
+  const double ec[3] = {-0.05, 0.03, -0.01};
+  F_from_strain(dim, R1, ec, R2, F);
+  const double detc = mpm_det(dim, F);
+  q = 0.3, Jp = 1.1;
+  const MPMPlasticCase cref = dp_reference(dim, p.mu, p.lambda, al, 0, ec, H, &dq, &f);
+  c                          = mpm_dp_update(&p, F, &q, &Jp, tau);
+  double Fref[9], tnew[9];
+  F_from_strain(dim, R1, H, R2, Fref);
+  mpm_hencky_stress(dim, p.mu, p.lambda, F, tnew);
+  const double tn = frob(dim * dim, tau);
+  CHECK(cref, MPM_CASE_CONE, 0, "DP %dD (c) reference classifies the state as cone", dim);
+  CHECK(c, MPM_CASE_CONE, 0, "DP %dD (c) compressive shear -> MPM_CASE_CONE", dim);
+  CHECK(mpm_det(dim, F), detc, 1e-12 * detc, "DP %dD (c) det F_E before = after (volume preserved)", dim);
+  CHECK(yield_fn(dim, tau, al, 0), 0, 1e-10 * tn, "DP %dD (c) on yield surface: ||dev tau|| + alpha tr tau = 0", dim);
+  CHECK(maxdiff(dim * dim, F, Fref), 0, 1e-12, "DP %dD (c) F_E = U exp(eps - dgamma eps^/||eps^||) V^T (K28)", dim);
+  CHECK(maxdiff(dim * dim, tau, tnew), 0, 1e-10 * tn, "DP %dD (c) returned tau = Hencky stress of new F_E", dim);
+  CHECK(q - 0.3, dq, 1e-12, "DP %dD (c) dq = delta gamma (K27, K29)", dim);
+  CHECK(Jp, 1.1, 1e-12, "DP %dD (c) Jp unchanged (no plastic volume change)", dim);
+
+  /* the direct projector on the same principal strains */
+  double eps[3];
+  memcpy(eps, ec, sizeof eps);
+  c = mpm_dp_project(&p, al, 0.0, eps, &dq);
+  CHECK(c, MPM_CASE_CONE, 0, "DP %dD mpm_dp_project case", dim);
+  CHECK(maxdiff(dim, eps, H), 0, 1e-15, "DP %dD mpm_dp_project H = eps - dgamma eps^/||eps^||", dim);
+}
+
+/* Random sweep: classification, projected F_E, yield surface, volume and
+ * hardening increment against the independent reference for both cones,
+ * with and without cohesion. */
+static void test_dp_sweep(int dim)
+{
+  for (int cone = 0; cone <= 1; cone++)
+    for (int coh = 0; coh <= 1; coh++) {
+      const double                 phi_deg = 25.0 + 10.0 * coh + 5.0 * cone, cval = coh ? 2e5 : 0.0;
+      const MPMDruckerPragerParams p       = dp_params(dim, cone, phi_deg, cval);
+      const double                 al = alpha_ref(dim, cone, p.h0), ccot = cval / tan(p.h0);
+      int                          nmis = 0, ncase[3] = {0, 0, 0};
+      double                       eF = 0, eY = 0, eV = 0, eQ = 0, eT = 0;
+      const int                    N = 600;
+      for (int s = 0; s < N; s++) {
+        double e[3], R1[9], R2[9], F[9], Fref[9], tau[9], tref[9], H[3], dq, f, q = 0.0, Jp = 1.0;
+        for (int k = 0; k < dim; k++) e[k] = urange(-0.06, 0.04);
+        random_rotation(dim, R1);
+        random_rotation(dim, R2);
+        const MPMPlasticCase cref = dp_reference(dim, p.mu, p.lambda, al, ccot, e, H, &dq, &f);
+        if (fabs(f) < 1e-8 * p.mu) continue; /* too close to the surface to classify */
+        F_from_strain(dim, R1, e, R2, F);
+        const double         det0 = mpm_det(dim, F);
+        const MPMPlasticCase c    = mpm_dp_update(&p, F, &q, &Jp, tau);
+        if (c != cref) {
+          nmis++;
+          if (nmis <= 3) printf("   mismatch: dim %d cone %d coh %d e = (%g %g %g) kernel %d reference %d f = %g\n", dim, cone, coh, e[0], e[1], dim == 3 ? e[2] : 0.0, c, cref, f);
+          continue;
+        }
+        ncase[c]++;
+        F_from_strain(dim, R1, H, R2, Fref);
+        hencky_tau_ref(dim, p.mu, p.lambda, R1, H, tref);
+        eF = fmax(eF, maxdiff(dim * dim, F, Fref));
+        eT = fmax(eT, maxdiff(dim * dim, tau, tref) / (2 * p.mu));
+        eQ = fmax(eQ, fabs(q - dq));
+        if (c == MPM_CASE_CONE) {
+          eY = fmax(eY, fabs(yield_fn(dim, tau, al, ccot)) / frob(dim * dim, tau));
+          eV = fmax(eV, fabs(mpm_det(dim, F) / det0 - 1.0));
+        }
+      }
+      const char *cn = cone ? "plane-strain" : "compression";
+      CHECK(nmis, 0, 0, "DP %dD sweep %s c=%g: case mismatches (I/II/III = %d/%d/%d)", dim, cn, cval, ncase[0], ncase[1], ncase[2]);
+      CHECK(ncase[0] > 0 && ncase[1] > 0 && ncase[2] > 0, 1, 0, "DP %dD sweep %s c=%g: all three cases exercised", dim, cn, cval);
+      CHECK(eF, 0, 1e-12, "DP %dD sweep %s c=%g: max|F_E - U exp(H) V^T|", dim, cn, cval);
+      CHECK(eT, 0, 1e-12, "DP %dD sweep %s c=%g: max|tau - tau(H)|/(2 mu)", dim, cn, cval);
+      CHECK(eQ, 0, 1e-12, "DP %dD sweep %s c=%g: max|dq - reference dq|", dim, cn, cval);
+      CHECK(eY, 0, 1e-10, "DP %dD sweep %s c=%g: cone cases max|f(tau)|/||tau||", dim, cn, cval);
+      CHECK(eV, 0, 1e-12, "DP %dD sweep %s c=%g: cone cases max|det F_E ratio - 1|", dim, cn, cval);
+    }
+}
+
+/* (d) Hardening (K29, K30): the cone used is the one at the old q, and q
+ * grows by dq = delta gamma (cone) or ||eps|| (tip). */
+static void test_dp_hardening(int dim)
+{
+  MPMDruckerPragerParams p;
+  memset(&p, 0, sizeof p);
+  p.dim = dim;
+  mpm_lame(E_SAND, NU_SAND, &p.mu, &p.lambda);
+  const double deg = M_PI / 180.0;
+  p.h0 = 35 * deg, p.h1 = 9 * deg, p.h2 = 0.2, p.h3 = 10 * deg; /* Klar et al. Table 3 */
+  p.cone = MPM_CONE_COMPRESSION;
+  mpm_dp_setup(&p);
+  CHECK(p.hardening, 1, 0, "DP %dD hardening flag set for h1, h3 != 0", dim);
+  const double qs[3] = {0.0, 1.0, 4.0};
+  for (int i = 0; i < 3; i++) {
+    const double q = qs[i], phi = p.h0 + (p.h1 * q - p.h3) * exp(-p.h2 * q);
+    double       al, tra;
+    CHECK(mpm_dp_friction_angle(&p, q), phi, 1e-15, "DP %dD phi_F(q=%g) = h0 + (h1 q - h3) exp(-h2 q)", dim, q);
+    mpm_dp_cone(&p, q, &al, &tra);
+    CHECK(al, alpha_ref(dim, MPM_CONE_COMPRESSION, phi), 1e-15, "DP %dD alpha(q=%g) = alpha(phi_F(q))", dim, q);
+  }
+  CHECK(p.alpha0, alpha_ref(dim, MPM_CONE_COMPRESSION, p.h0 - p.h3), 1e-15, "DP %dD alpha0 = alpha(h0 - h3)", dim);
+
+  const double q0 = 0.7, phi0 = mpm_dp_friction_angle(&p, q0), al0 = alpha_ref(dim, MPM_CONE_COMPRESSION, phi0);
+  double       R1[9], R2[9], F[9], tau[9], H[3], dq, f, q, Jp = 1;
+  random_rotation(dim, R1);
+  random_rotation(dim, R2);
+  /* cone */
+  const double ec[3] = {-0.05, 0.03, -0.01};
+  F_from_strain(dim, R1, ec, R2, F);
+  dp_reference(dim, p.mu, p.lambda, al0, 0, ec, H, &dq, &f);
+  q                = q0;
+  MPMPlasticCase c = mpm_dp_update(&p, F, &q, &Jp, tau);
+  CHECK(c, MPM_CASE_CONE, 0, "DP %dD hardening: cone case", dim);
+  CHECK(q - q0, dq, 1e-12, "DP %dD hardening: q += delta gamma (cone at old q)", dim);
+  CHECK(yield_fn(dim, tau, al0, 0), 0, 1e-10 * frob(dim * dim, tau), "DP %dD hardening: tau on the cone alpha(phi_F(q_old))", dim);
+  /* tip */
+  const double eb[3] = {0.02, 0.01, -0.005};
+  double       ne    = 0;
+  for (int k = 0; k < dim; k++) ne += eb[k] * eb[k];
+  F_from_strain(dim, R1, eb, R2, F);
+  q = q0;
+  c = mpm_dp_update(&p, F, &q, &Jp, tau);
+  CHECK(c, MPM_CASE_TIP, 0, "DP %dD hardening: tip case", dim);
+  CHECK(q - q0, sqrt(ne), 1e-12, "DP %dD hardening: q += ||eps||_F", dim);
+  /* elastic: a state outside the q = 0 cone but inside the hardened one */
+  const double alq0 = alpha_ref(dim, MPM_CONE_COMPRESSION, p.h0 - p.h3);
+  double       ee[3] = {-0.03, -0.02, -0.03}, tr = 0, I[9], t0[9];
+  identity(dim, I);
+  /* scale the shear until the state sits between the two cones */
+  for (int k = 0; k < dim; k++) tr += ee[k];
+  for (double sh = 0.0; sh < 0.1; sh += 1e-4) {
+    double e2[3] = {tr / dim + sh, tr / dim - sh, tr / dim};
+    hencky_tau_ref(dim, p.mu, p.lambda, I, e2, t0);
+    if (yield_fn(dim, t0, alq0, 0) > 0 && yield_fn(dim, t0, al0, 0) < 0) {
+      memcpy(ee, e2, sizeof e2);
+      break;
+    }
+  }
+  hencky_tau_ref(dim, p.mu, p.lambda, I, ee, t0);
+  CHECK(yield_fn(dim, t0, alq0, 0) > 0 && yield_fn(dim, t0, al0, 0) < 0, 1, 0, "DP %dD hardening: test state between cone(q=0) and cone(q0)", dim);
+  F_from_strain(dim, R1, ee, R2, F);
+  q = q0;
+  c = mpm_dp_update(&p, F, &q, &Jp, tau);
+  CHECK(c, MPM_CASE_ELASTIC, 0, "DP %dD hardening: hardened cone holds the state (elastic)", dim);
+  CHECK(q, q0, 0, "DP %dD hardening: elastic -> q unchanged", dim);
+}
+
+/* (e) Cohesion: the apex moves to mean stress c cot(phi) in tension; mild
+ * tension is then carried elastically. */
+static void test_dp_cohesion(int dim)
+{
+  const double                 c0 = 1e5;
+  const MPMDruckerPragerParams p  = dp_params(dim, MPM_CONE_PLANE_STRAIN, 30.0, c0);
+  const double                 ccot = c0 / tan(p.h0);
+  double                       al, tra;
+  mpm_dp_cone(&p, 0.0, &al, &tra);
+  CHECK(tra, dim * ccot / (dim * p.lambda + 2 * p.mu), 1e-15, "DP %dD cohesion: tr eps_apex = d c cot(phi)/(d lambda + 2 mu)", dim);
+  double R1[9], R2[9], F[9], tau[9], q = 0, Jp = 1, nd, tr;
+  random_rotation(dim, R1);
+  random_rotation(dim, R2);
+  const double eb[3] = {0.03, 0.02, 0.01};
+  F_from_strain(dim, R1, eb, R2, F);
+  MPMPlasticCase c = mpm_dp_update(&p, F, &q, &Jp, tau);
+  dev_tr(dim, tau, &nd, &tr);
+  CHECK(c, MPM_CASE_TIP, 0, "DP %dD cohesion: strong expansion -> tip", dim);
+  CHECK(tr / dim, ccot, 1e-10 * ccot, "DP %dD cohesion: tip mean stress = c cot(phi) (tension)", dim);
+  CHECK(nd, 0, 1e-10 * ccot, "DP %dD cohesion: tip deviatoric stress = 0", dim);
+  /* mild tension (half the apex strain) with a little shear: elastic */
+  const double em[3] = {0.5 * tra / dim + 1e-5, 0.5 * tra / dim - 1e-5, 0.5 * tra / dim};
+  F_from_strain(dim, R1, em, R2, F);
+  c = mpm_dp_update(&p, F, &q, &Jp, tau);
+  dev_tr(dim, tau, &nd, &tr);
+  CHECK(c, MPM_CASE_ELASTIC, 0, "DP %dD cohesion: mild tension carried elastically", dim);
+  CHECK(tr > 0, 1, 0, "DP %dD cohesion: ... with tensile mean stress", dim);
+  /* cone with cohesion: shifted surface */
+  const double ec[3] = {-0.03, 0.03, -0.02};
+  F_from_strain(dim, R1, ec, R2, F);
+  c = mpm_dp_update(&p, F, &q, &Jp, tau);
+  CHECK(c, MPM_CASE_CONE, 0, "DP %dD cohesion: sheared state -> cone", dim);
+  CHECK(yield_fn(dim, tau, al, ccot), 0, 1e-10 * frob(dim * dim, tau), "DP %dD cohesion: ||dev tau|| + alpha (tr tau - d c cot phi) = 0", dim);
+  if (dim == 2) { /* Mohr-Coulomb with cohesion: |t1 - t2| = -sin(phi)(t1 + t2) + 2 c cos(phi) */
+    double lam[2], U[4];
+    mpm_sym_eig(2, tau, lam, U);
+    const double lhs = fabs(lam[0] - lam[1]), rhs = -sin(p.h0) * (lam[0] + lam[1]) + 2 * c0 * cos(p.h0);
+    CHECK(lhs, rhs, 1e-10 * lhs, "DP 2D cohesion: |t1 - t2| = -sin(phi)(t1 + t2) + 2 c cos(phi) (MC)");
+  }
+}
+
+/* (f) Which Mohr-Coulomb criterion each cone reproduces. */
+static void test_dp_mohr_coulomb(void)
+{
+  const double phis[3] = {20.0, 30.0, 40.0};
+  for (int i = 0; i < 3; i++) {
+    const double phi = phis[i] * M_PI / 180.0, S = sin(phi);
+    /* 2D plane-strain cone: a projected state satisfies MC exactly */
+    const MPMDruckerPragerParams p = dp_params(2, MPM_CONE_PLANE_STRAIN, phis[i], 0.0);
+    CHECK(p.alpha0, S / sqrt(2.0), 1e-15, "DP 2D plane-strain alpha(phi=%g) = sin(phi)/sqrt(2)", phis[i]);
+    double R1[4], R2[4], F[4], tau[4], q = 0, Jp = 1, lam[2], U[4];
+    random_rotation(2, R1);
+    random_rotation(2, R2);
+    const double ec[2] = {-0.06, 0.02};
+    F_from_strain(2, R1, ec, R2, F);
+    const MPMPlasticCase c = mpm_dp_update(&p, F, &q, &Jp, tau);
+    mpm_sym_eig(2, tau, lam, U);
+    const double lhs = fabs(lam[0] - lam[1]), rhs = -S * (lam[0] + lam[1]);
+    CHECK(c, MPM_CASE_CONE, 0, "DP 2D plane-strain phi=%g: state projected to the cone", phis[i]);
+    CHECK(lhs, rhs, 1e-10 * lhs, "DP 2D plane-strain phi=%g: |t1 - t2| = -sin(phi)(t1 + t2)", phis[i]);
+
+    /* 3D compression cone passes through the MC compressive meridian:
+     * t1 = t2 = -(1 - S)/(1 + S) > t3 = -1 satisfies t1 - t3 = -(t1 + t3) S */
+    const double al_c = mpm_dp_alpha(3, MPM_CONE_COMPRESSION, phi);
+    CHECK(al_c, sqrt(2.0 / 3.0) * 2 * S / (3 - S), 1e-15, "DP 3D compression alpha(phi=%g) (K31)", phis[i]);
+    const double s1 = -(1 - S) / (1 + S), tm[9] = {s1, 0, 0, 0, s1, 0, 0, 0, -1.0};
+    CHECK(yield_fn(3, tm, al_c, 0), 0, 1e-14, "DP 3D compression phi=%g: MC compressive meridian on the cone", phis[i]);
+
+    /* 3D plane-strain cone: with associative flow and no out-of-plane
+     * plastic strain (d f/d t2 = 0), an in-plane MC state is on the cone. */
+    const double al_p = mpm_dp_alpha(3, MPM_CONE_PLANE_STRAIN, phi);
+    double       lo = -100, hi = 100, t2 = 0, ts[9] = {0};
+    for (int it = 0; it < 200; it++) {
+      t2 = 0.5 * (lo + hi);
+      const double m = (s1 - 1.0 + t2) / 3.0, dv[3] = {s1 - m, t2 - m, -1.0 - m};
+      const double nd = sqrt(dv[0] * dv[0] + dv[1] * dv[1] + dv[2] * dv[2]);
+      if (dv[1] / nd + al_p > 0) hi = t2;
+      else lo = t2;
+    }
+    ts[0] = s1, ts[4] = t2, ts[8] = -1.0;
+    CHECK(yield_fn(3, ts, al_p, 0), 0, 1e-12, "DP 3D plane-strain phi=%g: in-plane MC state on the cone", phis[i]);
+  }
+}
+
+/* ======================================================================== */
+/* 5. Hyperelasticity: stress = d psi / d F                                   */
+/* ======================================================================== */
+typedef double (*EnergyFn)(int, double, double, const double *);
+typedef void (*StressFn)(int, double, double, const double *, double *);
+
+/* Guards: the Kirchhoff stress the solver uses is the derivative of the
+ * stored energy (no spurious work in a closed elastic cycle). */
+static void test_energy_stress(int dim, const char *nm, EnergyFn psi, StressFn stress)
+{
+  const double mu = 1.3, lambda = 2.1;
+  double       emax = 0;
+  for (int s = 0; s < 60; s++) {
+    double F[9], tau[9], P[9], Pfd[9];
+    if (s < 50) {
+      do {
+        for (int a = 0; a < dim * dim; a++) F[a] = (a % (dim + 1) == 0 ? 1.0 : 0.0) + urange(-0.3, 0.3);
+      } while (mpm_det(dim, F) < 0.3);
+    } else { /* repeated singular values: F = R diag(1.1, 1.1, 0.9) R2^T */
+      double R1[9], R2[9];
+      const double sv[3] = {1.1, 1.1, s % 2 ? 0.9 : 1.1};
+      random_rotation(dim, R1);
+      random_rotation(dim, R2);
+      rot_diag_rot(dim, R1, sv, R2, F);
+    }
+    stress(dim, mu, lambda, F, tau);
+    mpm_piola_from_kirchhoff(dim, tau, F, P);
+    const double h = 1e-6;
+    for (int a = 0; a < dim * dim; a++) {
+      double Fp[9], Fm[9];
+      memcpy(Fp, F, sizeof Fp);
+      memcpy(Fm, F, sizeof Fm);
+      Fp[a] += h;
+      Fm[a] -= h;
+      Pfd[a] = (psi(dim, mu, lambda, Fp) - psi(dim, mu, lambda, Fm)) / (2 * h);
+    }
+    const double scale = fmax(maxabs(dim * dim, P), 1e-3 * mu);
+    emax               = fmax(emax, maxdiff(dim * dim, P, Pfd) / scale);
+  }
+  CHECK(emax, 0, 1e-6, "%s %dD max|tau F^-T - dpsi/dF (FD)| / |P| (60 F)", nm, dim);
+  /* stress-free reference: a rotation has zero energy and zero stress */
+  double R[9], tau[9];
+  random_rotation(dim, R);
+  stress(dim, mu, lambda, R, tau);
+  CHECK(psi(dim, mu, lambda, R), 0, 1e-14, "%s %dD psi(rotation) = 0", nm, dim);
+  CHECK(maxabs(dim * dim, tau), 0, 1e-14, "%s %dD tau(rotation) = 0", nm, dim);
+}
+
+/* ======================================================================== */
+/* 6. Symmetric eigen-decomposition and small linear algebra                  */
+/* ======================================================================== */
+static void eig_errors(int d, const double *A, double *erec, double *eorth)
+{
+  double lam[3], U[9], R[9], Ut[9], UtU[9], I[9];
+  mpm_sym_eig(d, A, lam, U);
+  rot_diag_rot(d, U, lam, U, R);
+  transpose(d, U, Ut);
+  mpm_matmul(d, Ut, U, UtU);
+  identity(d, I);
+  const double sc = fmax(1.0, maxabs(d * d, A));
+  *erec           = fmax(*erec, maxdiff(d * d, A, R) / sc);
+  *eorth          = fmax(*eorth, maxdiff(d * d, UtU, I));
+}
+static void sort3(int d, double *l)
+{
+  for (int i = 0; i < d; i++)
+    for (int j = i + 1; j < d; j++)
+      if (l[j] < l[i]) {
+        const double t = l[i];
+        l[i] = l[j], l[j] = t;
+      }
+}
+
+/* Guards: A = U diag(lam) U^T with orthonormal U (so Hencky strains and
+ * the projected F_E are exact), also for the (nearly) repeated eigenvalues
+ * of F_E close to a rotation. */
+static void test_eig(int d)
+{
+  double er = 0, eo = 0, A[9], R[9];
+  for (int s = 0; s < 500; s++) {
+    for (int i = 0; i < d; i++)
+      for (int j = i; j < d; j++) A[i * d + j] = A[j * d + i] = urange(-1, 1);
+    eig_errors(d, A, &er, &eo);
+  }
+  CHECK(er, 0, 1e-12, "eig %dD random symmetric: max|A - U L U^T|", d);
+  CHECK(eo, 0, 1e-12, "eig %dD random symmetric: max|U^T U - I|", d);
+
+  er = eo = 0;
+  double el = 0;
+  for (int s = 0; s < 200; s++) { /* I + 1e-9 perturbation */
+    for (int i = 0; i < d; i++)
+      for (int j = i; j < d; j++) A[i * d + j] = A[j * d + i] = (i == j) + 1e-9 * urange(-1, 1);
+    eig_errors(d, A, &er, &eo);
+  }
+  for (int s = 0; s < 200; s++) { /* known, nearly repeated spectrum */
+    const double l[3] = {1.0, 1.0 + 1e-9, 1.0 + 2.5e-9};
+    double       lam[3], U[9], ls[3];
+    random_rotation(d, R);
+    rot_diag_rot(d, R, l, R, A);
+    eig_errors(d, A, &er, &eo);
+    mpm_sym_eig(d, A, lam, U);
+    memcpy(ls, l, sizeof ls);
+    sort3(d, lam);
+    el = fmax(el, maxdiff(d, lam, ls));
+  }
+  CHECK(er, 0, 1e-12, "eig %dD nearly repeated (I + 1e-9 E): max|A - U L U^T|", d);
+  CHECK(eo, 0, 1e-12, "eig %dD nearly repeated: max|U^T U - I|", d);
+  CHECK(el, 0, 1e-14, "eig %dD nearly repeated: eigenvalues to 1e-14 absolute", d);
+
+  er = eo = el = 0;
+  for (int s = 0; s < 200; s++) { /* exactly repeated */
+    const double l[3] = {2.0, 2.0, d == 3 ? 5.0 : 2.0}, l2[3] = {-1.0, 3.0, 3.0};
+    double       lam[3], U[9];
+    random_rotation(d, R);
+    rot_diag_rot(d, R, s % 2 ? l : l2, R, A);
+    eig_errors(d, A, &er, &eo);
+    mpm_sym_eig(d, A, lam, U);
+    double ls[3];
+    memcpy(ls, s % 2 ? l : l2, sizeof ls);
+    sort3(d, lam);
+    sort3(d, ls);
+    el = fmax(el, maxdiff(d, lam, ls));
+  }
+  const double Z[9] = {0}, Id3[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, Id2[4] = {1, 0, 0, 1};
+  eig_errors(d, Z, &er, &eo);
+  eig_errors(d, d == 3 ? Id3 : Id2, &er, &eo);
+  CHECK(er, 0, 1e-12, "eig %dD exactly repeated / identity / zero: max|A - U L U^T|", d);
+  CHECK(eo, 0, 1e-12, "eig %dD exactly repeated: max|U^T U - I|", d);
+  CHECK(el, 0, 1e-13, "eig %dD exactly repeated: eigenvalues", d);
+
+  /* det and inverse */
+  double ei = 0, ed = 0;
+  for (int s = 0; s < 200; s++) {
+    double Ai[9], P[9], I[9], sv[3], R2[9], pr = 1;
+    random_rotation(d, R);
+    random_rotation(d, R2);
+    for (int k = 0; k < d; k++) pr *= (sv[k] = urange(0.5, 2.0));
+    rot_diag_rot(d, R, sv, R2, A);
+    const double det = mpm_inverse(d, A, Ai);
+    mpm_matmul(d, A, Ai, P);
+    identity(d, I);
+    ei = fmax(ei, maxdiff(d * d, P, I));
+    ed = fmax(ed, fabs(det - pr) / pr);
+    ed = fmax(ed, fabs(mpm_det(d, A) - pr) / pr);
+  }
+  CHECK(ei, 0, 1e-12, "linalg %dD max|A A^-1 - I|", d);
+  CHECK(ed, 0, 1e-13, "linalg %dD det(R1 diag(s) R2^T) = prod s (relative)", d);
+}
+
+/* ======================================================================== */
+/* 7. Signed distances and the grid-node collision response (K section 8)   */
+/* ======================================================================== */
+static void check_sdf(const MPMShape *s, const double *x, double phi_exp, const double *g_exp, const char *what)
+{
+  double       g[3];
+  const double phi = mpm_sdf(s, x, g);
+  CHECK(phi, phi_exp, 1e-14, "sdf %dD %s: phi", s->dim, what);
+  CHECK(maxdiff(s->dim, g, g_exp), 0, 1e-14, "sdf %dD %s: grad phi", s->dim, what);
+}
+
+/* Guards: distances and unit normals of the collision shapes are exact
+ * (the separating rule phi(x + dt v) >= min(phi, 0) relies on them), the
+ * gradient is the derivative of phi with |grad phi| = 1, and inside_out
+ * turns a solid into a container. */
+static void test_sdf(void)
+{
+  const double r2 = 1.0 / sqrt(2.0), r3 = 1.0 / sqrt(3.0);
+  MPMShape     s;
+  memset(&s, 0, sizeof s);
+  /* sphere r = 0.5 */
+  s.dim = 3, s.type = MPM_SHAPE_SPHERE, s.r = 0.5;
+  check_sdf(&s, (double[]){1.0, 0, 0}, 0.5, (double[]){1, 0, 0}, "sphere outside (1,0,0)");
+  check_sdf(&s, (double[]){0.1, 0.2, 0.2}, -0.2, (double[]){1 / 3.0, 2 / 3.0, 2 / 3.0}, "sphere inside (0.1,0.2,0.2)");
+  s.dim = 2;
+  check_sdf(&s, (double[]){0.0, -2.0}, 1.5, (double[]){0, -1}, "disk outside (0,-2)");
+  s.inside_out = 1;
+  check_sdf(&s, (double[]){0.0, -2.0}, -1.5, (double[]){0, 1}, "disk inside_out (0,-2)");
+  s.inside_out = 0;
+  /* box a = (1, 2, 3) */
+  s.dim = 3, s.type = MPM_SHAPE_BOX, s.a[0] = 1, s.a[1] = 2, s.a[2] = 3;
+  check_sdf(&s, (double[]){2, 0, 0}, 1.0, (double[]){1, 0, 0}, "box face (2,0,0)");
+  check_sdf(&s, (double[]){2, 3, 0}, sqrt(2.0), (double[]){r2, r2, 0}, "box edge (2,3,0)");
+  check_sdf(&s, (double[]){-2, -3, -4}, sqrt(3.0), (double[]){-r3, -r3, -r3}, "box corner (-2,-3,-4)");
+  check_sdf(&s, (double[]){-0.5, 0, 0}, -0.5, (double[]){-1, 0, 0}, "box inside (-0.5,0,0)");
+  check_sdf(&s, (double[]){0, 0, 2.8}, -0.2, (double[]){0, 0, 1}, "box inside (0,0,2.8)");
+  s.inside_out = 1;
+  check_sdf(&s, (double[]){0, 0, 2.8}, 0.2, (double[]){0, 0, -1}, "box inside_out (0,0,2.8)");
+  check_sdf(&s, (double[]){2, 0, 0}, -1.0, (double[]){-1, 0, 0}, "box inside_out (2,0,0)");
+  s.inside_out = 0;
+  s.dim        = 2;
+  check_sdf(&s, (double[]){0.5, 2.5}, 0.5, (double[]){0, 1}, "rectangle (0.5,2.5)");
+  /* capped cylinder, axis z, r = 1, half length 2 */
+  s.dim = 3, s.type = MPM_SHAPE_CYLINDER, s.r = 1, s.a[0] = 2, s.n[0] = 0, s.n[1] = 0, s.n[2] = 1;
+  check_sdf(&s, (double[]){3, 0, 0}, 2.0, (double[]){1, 0, 0}, "cylinder side (3,0,0)");
+  check_sdf(&s, (double[]){0, 0, -5}, 3.0, (double[]){0, 0, -1}, "cylinder cap (0,0,-5)");
+  check_sdf(&s, (double[]){0, 2, 3}, sqrt(2.0), (double[]){0, r2, r2}, "cylinder rim (0,2,3)");
+  check_sdf(&s, (double[]){0.3, 0.4, 0}, -0.5, (double[]){0.6, 0.8, 0}, "cylinder inside radial (0.3,0.4,0)");
+  check_sdf(&s, (double[]){0, 0, 1.8}, -0.2, (double[]){0, 0, 1}, "cylinder inside on axis near cap");
+  s.inside_out = 1;
+  check_sdf(&s, (double[]){0.3, 0.4, 0}, 0.5, (double[]){-0.6, -0.8, 0}, "cylinder inside_out (0.3,0.4,0)");
+  s.inside_out = 0;
+  /* tilted axis n = (1,1,0)/sqrt2 */
+  s.n[0] = r2, s.n[1] = r2, s.n[2] = 0;
+  check_sdf(&s, (double[]){3 * r2, 3 * r2, 0}, 1.0, (double[]){r2, r2, 0}, "tilted cylinder beyond cap");
+  check_sdf(&s, (double[]){0, 0, 3}, 2.0, (double[]){0, 0, 1}, "tilted cylinder side (0,0,3)");
+  /* infinite cylinder (a0 <= 0) */
+  s.n[0] = 0, s.n[1] = 0, s.n[2] = 1, s.a[0] = 0;
+  check_sdf(&s, (double[]){2, 0, 100}, 1.0, (double[]){1, 0, 0}, "infinite cylinder (2,0,100)");
+  /* half space n = (0,1,0) */
+  s.type = MPM_SHAPE_HALF_SPACE, s.n[0] = 0, s.n[1] = 1, s.n[2] = 0;
+  check_sdf(&s, (double[]){5, -2, 3}, -2.0, (double[]){0, 1, 0}, "half space (5,-2,3)");
+
+  /* |grad phi| = 1 and grad phi = central FD of phi at random points */
+  double eu = 0, efd = 0;
+  int    nfd = 0;
+  for (int t = 0; t < 4; t++) {
+    memset(&s, 0, sizeof s);
+    s.dim  = 3;
+    s.type = t == 0 ? MPM_SHAPE_SPHERE : t == 1 ? MPM_SHAPE_BOX : MPM_SHAPE_CYLINDER;
+    s.r = 0.7, s.a[0] = t == 3 ? 0.0 : 0.9, s.a[1] = 0.5, s.a[2] = 1.2;
+    s.n[0] = 2 / 3.0, s.n[1] = -1 / 3.0, s.n[2] = 2 / 3.0;
+    for (int k = 0; k < 400; k++) {
+      double x[3], g[3], gp[3], fd[3];
+      for (int a = 0; a < 3; a++) x[a] = urange(-2, 2);
+      mpm_sdf(&s, x, g);
+      eu = fmax(eu, fabs(frob(3, g) - 1.0));
+      const double h = 1e-6;
+      for (int a = 0; a < 3; a++) {
+        double xp[3] = {x[0], x[1], x[2]}, xm[3] = {x[0], x[1], x[2]};
+        xp[a] += h, xm[a] -= h;
+        fd[a] = (mpm_sdf(&s, xp, gp) - mpm_sdf(&s, xm, gp)) / (2 * h);
+      }
+      efd = fmax(efd, maxdiff(3, fd, g));
+      nfd++;
+    }
+  }
+  CHECK(eu, 0, 1e-14, "sdf 3D sphere/box/capped/infinite cylinder: max||grad phi| - 1|");
+  CHECK(efd, 0, 1e-6, "sdf 3D max|grad phi - central FD| (%d random points)", nfd);
+
+  /* bounding boxes */
+  double lo[3], hi[3];
+  memset(&s, 0, sizeof s);
+  s.dim = 3, s.type = MPM_SHAPE_CYLINDER, s.r = 1, s.a[0] = 2, s.n[0] = 0.6, s.n[1] = 0, s.n[2] = 0.8;
+  int ok = mpm_shape_bbox(&s, lo, hi);
+  CHECK(ok, 1, 0, "bbox tilted capped cylinder: finite");
+  CHECK(hi[0], 0.6 * 2 + 0.8, 1e-15, "bbox tilted cylinder hi.x = |n_x| a + r sqrt(1 - n_x^2)");
+  CHECK(hi[1], 1.0, 1e-15, "bbox tilted cylinder hi.y = r");
+  CHECK(lo[2], -(0.8 * 2 + 0.6), 1e-15, "bbox tilted cylinder lo.z");
+  s.inside_out = 1;
+  CHECK(mpm_shape_bbox(&s, lo, hi), 0, 0, "bbox inside_out shape: unbounded (returns 0)");
+}
+
+static void check_vec(int d, const double *v, const double *e, const char *what, int dim)
+{
+  CHECK(maxdiff(d, v, e), 0, 1e-14, "collide %dD %s", dim, what);
+}
+
+/* Guards: the collision response never pulls bodies together, removes
+ * only what each mode should, and applies Coulomb friction limited by mu
+ * times the normal velocity change (K 8.1). */
+static void test_collide(int d)
+{
+  const double n[3] = {0, 1, 0}, zero[3] = {0, 0, 0}, dt = 1e-3;
+  double       v[3];
+  int          r;
+  /* separating, in contact, frictionless */
+  memcpy(v, (double[]){1, -2, 0.5}, sizeof v);
+  r = mpm_collide_node(d, MPM_BC_SEPARATE, 0.0, -0.01, n, zero, dt, 0.0, v);
+  check_vec(d, v, (double[]){1, 0, 0.5}, "separate: approaching normal velocity removed", d);
+  CHECK(r, 1, 0, "collide %dD separate: returns 1 when projected", d);
+  memcpy(v, (double[]){1, 2, 0.5}, sizeof v);
+  r = mpm_collide_node(d, MPM_BC_SEPARATE, 0.5, -0.01, n, zero, dt, 0.0, v);
+  check_vec(d, v, (double[]){1, 2, 0.5}, "separate: separating velocity untouched (even with mu)", d);
+  CHECK(r, 0, 0, "collide %dD separate: returns 0 when untouched", d);
+  /* separating, not yet in contact: may approach up to reaching the surface in dt */
+  memcpy(v, (double[]){1, -5, 0}, sizeof v);
+  mpm_collide_node(d, MPM_BC_SEPARATE, 0.0, 0.01, n, zero, dt, 0.0, v);
+  check_vec(d, v, (double[]){1, -5, 0}, "separate: phi > 0, slow approach allowed", d);
+  memcpy(v, (double[]){1, -20, 0}, sizeof v);
+  mpm_collide_node(d, MPM_BC_SEPARATE, 0.0, 0.01, n, zero, dt, 0.0, v);
+  CHECK(0.01 + dt * v[1], 0, 1e-15, "collide %dD separate: phi > 0, fast approach stops at phi(x + dt v) = 0", d);
+  /* sticky */
+  const double vb[3] = {0.3, 0.2, -0.1};
+  memcpy(v, (double[]){1, -2, 0.5}, sizeof v);
+  mpm_collide_node(d, MPM_BC_STICKY, 0.0, -0.01, n, vb, dt, 0.0, v);
+  check_vec(d, v, vb, "sticky: v = v_body in contact", d);
+  memcpy(v, (double[]){1, -2, 0.5}, sizeof v);
+  mpm_collide_node(d, MPM_BC_STICKY, 0.0, 0.01, n, vb, dt, 0.0, v);
+  check_vec(d, v, (double[]){1, -2, 0.5}, "sticky: untouched outside", d);
+  /* slip: normal relative velocity removed both ways */
+  memcpy(v, (double[]){1, -2, 0.5}, sizeof v);
+  mpm_collide_node(d, MPM_BC_SLIP, 0.0, -0.01, n, zero, dt, 0.0, v);
+  check_vec(d, v, (double[]){1, 0, 0.5}, "slip: approaching normal velocity removed", d);
+  memcpy(v, (double[]){1, 2, 0.5}, sizeof v);
+  mpm_collide_node(d, MPM_BC_SLIP, 0.0, -0.01, n, zero, dt, 0.0, v);
+  check_vec(d, v, (double[]){1, 0, 0.5}, "slip: separating normal velocity removed", d);
+  memcpy(v, (double[]){1, 2, 0.5}, sizeof v);
+  mpm_collide_node(d, MPM_BC_SLIP, 0.0, 0.01, n, zero, dt, 0.0, v);
+  check_vec(d, v, (double[]){1, 2, 0.5}, "slip: untouched outside", d);
+  memcpy(v, (double[]){1, -2, 0.5}, sizeof v);
+  mpm_collide_node(d, MPM_BC_SLIP, 0.0, -0.01, n, vb, dt, 0.0, v);
+  check_vec(d, v, (double[]){1, vb[1], 0.5}, "slip on moving body: v_n = v_body,n", d);
+  /* Coulomb friction: |v_t| -> |v_t| - mu dv or 0 */
+  const double mu = 0.5;
+  memcpy(v, (double[]){3, -2, 0}, sizeof v); /* dv = 2, mu dv = 1 */
+  mpm_collide_node(d, MPM_BC_SEPARATE, mu, -0.01, n, zero, dt, 0.0, v);
+  check_vec(d, v, (double[]){2, 0, 0}, "friction: |v_t| 3 -> 3 - mu dv = 2", d);
+  memcpy(v, (double[]){0.5, -2, 0}, sizeof v);
+  mpm_collide_node(d, MPM_BC_SEPARATE, mu, -0.01, n, zero, dt, 0.0, v);
+  check_vec(d, v, zero, "friction: |v_t| 0.5 < mu dv -> 0 (static)", d);
+  if (d == 3) {
+    memcpy(v, (double[]){3, -4, 4}, sizeof v); /* |v_t| = 5, dv = 4, mu dv = 2 -> |v_t| = 3 along (3,0,4)/5 */
+    mpm_collide_node(d, MPM_BC_SLIP, mu, -0.01, n, zero, dt, 0.0, v);
+    check_vec(d, v, (double[]){1.8, 0, 2.4}, "friction slip: direction kept, |v_t| 5 -> 3", d);
+  }
+  /* friction relative to a moving body */
+  memcpy(v, (double[]){4, -2, 0}, sizeof v); /* rel = (3,-2.2,..) with vb = (1,0.2,0) */
+  const double vb2[3] = {1, 0.2, 0};
+  mpm_collide_node(d, MPM_BC_SEPARATE, mu, -0.01, n, vb2, dt, 0.0, v);
+  check_vec(d, v, (double[]){1 + 3 - mu * 2.2, 0.2, 0}, "friction on moving body: relative |v_t| -= mu dv", d);
+  /* separating, no contact, fast approach with friction: dv = 10 */
+  memcpy(v, (double[]){30, -20, 0}, sizeof v);
+  mpm_collide_node(d, MPM_BC_SEPARATE, mu, 0.01, n, zero, dt, 0.0, v);
+  check_vec(d, v, (double[]){25, -10, 0}, "friction, phi > 0 fast approach: dv = 10, |v_t| 30 -> 25", d);
+
+  /* Random normals and velocities: relative speed never increases, and
+   * in contact no relative normal approach survives (separate) or
+   * remains at all (slip). */
+  double ek = 0, en = 0, es = 0;
+  for (int s = 0; s < 500; s++) {
+    double nn[3] = {0}, vv[3] = {0}, vbb[3] = {0}, nl = 0;
+    for (int a = 0; a < d; a++) {
+      nn[a] = urange(-1, 1);
+      nl += nn[a] * nn[a];
+    }
+    for (int a = 0; a < d; a++) nn[a] /= sqrt(nl), vv[a] = urange(-2, 2), vbb[a] = urange(-1, 1);
+    const double m  = urange(0, 1.5);
+    const int    md = s % 2 ? MPM_BC_SEPARATE : MPM_BC_SLIP;
+    double       vo = 0, vn = 0, vnn = 0;
+    for (int a = 0; a < d; a++) vo += (vv[a] - vbb[a]) * (vv[a] - vbb[a]);
+    mpm_collide_node(d, (MPMBCMode)md, m, -0.01, nn, vbb, dt, 0.0, vv);
+    for (int a = 0; a < d; a++) vn += (vv[a] - vbb[a]) * (vv[a] - vbb[a]), vnn += (vv[a] - vbb[a]) * nn[a];
+    ek = fmax(ek, sqrt(vn) - sqrt(vo));
+    if (md == MPM_BC_SEPARATE) en = fmin(en, vnn);
+    else es = fmax(es, fabs(vnn));
+  }
+  CHECK(ek > 0 ? ek : 0, 0, 1e-14, "collide %dD random: relative speed never increases", d);
+  CHECK(en, 0, 1e-14, "collide %dD random separate: relative v.n >= 0 after", d);
+  CHECK(es, 0, 1e-14, "collide %dD random slip: relative v.n = 0 after", d);
+}
+
+/* ======================================================================== */
+int main(void)
+{
+  printf("%-74s %-20s %-20s %-7s %s\n", "check", "value", "expected", "tol", "result");
+  test_bspline();
+
+  section("2. P2G/G2P conservation (mass, momentum, angular momentum, forces)");
+  for (int dim = 2; dim <= 3; dim++)
+    for (int order = 2; order <= 3; order++) test_transfer_conservation(dim, order);
+
+  section("3. APIC reproduces affine velocity fields exactly");
+  for (int dim = 2; dim <= 3; dim++)
+    for (int order = 2; order <= 3; order++) {
+      test_transfer_affine(dim, order, 1);
+      test_transfer_affine(dim, order, 0);
+    }
+
+  section("4. Drucker-Prager return mapping");
+  for (int dim = 2; dim <= 3; dim++) {
+    test_dp_cases(dim);
+    test_dp_hardening(dim);
+    test_dp_cohesion(dim);
+    test_dp_sweep(dim);
+  }
+  test_dp_mohr_coulomb();
+
+  section("5. Hyperelastic stress = d psi / d F");
+  for (int dim = 2; dim <= 3; dim++) {
+    test_energy_stress(dim, "hencky", mpm_hencky_energy, mpm_hencky_stress);
+    test_energy_stress(dim, "neohookean", mpm_neohookean_energy, mpm_neohookean_stress);
+  }
+
+  section("6. Symmetric eigen-decomposition, det, inverse");
+  test_eig(2);
+  test_eig(3);
+
+  section("7. Signed distance functions and collision response");
+  test_sdf();
+  test_collide(2);
+  test_collide(3);
+
+  printf("\n%d checks, %d failed\n", n_checks, n_failed);
+  return n_failed ? 1 : 0;
+}

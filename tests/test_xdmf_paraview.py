@@ -1,0 +1,184 @@
+"""ParaView reads the solver's XDMF time series and renders the particles.
+
+Runs a small 2D column collapse at 2 ranks (3 frames), then
+`xvfb-run -a -s "... -noreset" pvpython postproc/render_frame.py OUTDIR --frame -1 --png ...`
+and checks against the HDF5 frames (read with h5py):
+  - ParaView lists every frame's time (HDF5 attribute time_dt[0]);
+  - it reads as many points as the last frame has particles, with the same
+    bounding box and the same velocity-magnitude range;
+  - the PNG shows particles: enough pixels differ from the background in
+    the data area, and they are not all one colour;
+  - a directory without particles.xmf gives a clear error.
+pvpython and xvfb-run are part of the project's setup: if they are missing
+the test fails (it does not skip).
+"""
+import os
+import random
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+import mpmtest
+from mpmtest import mpmio
+
+SCRIPT = os.path.join(mpmtest.SOURCE, "postproc", "render_frame.py")
+W, H = 1024, 768
+# render_frame.py keeps the data out of the top TITLE pixels (the title) and
+# the right-hand BAR pixels (the colour bar): the image is checked in the rest.
+TITLE, BAR = 32, 150
+
+
+def tools():
+    missing = [t for t in ("pvpython", "xvfb-run") if shutil.which(t) is None]
+    if missing:
+        print("FAILED: %s not found on PATH. The project's setup installs them (Debian packages python3-paraview: pvpython, "
+              "and xvfb: xvfb-run); install them: apt-get install python3-paraview xvfb." % " and ".join(missing))
+        sys.exit(1)
+    return shutil.which("xvfb-run"), shutil.which("pvpython")
+
+
+# Xvfb resets itself whenever its last client disconnects, and refuses
+# connections while it does (measured: 18 of 500 quick close/reopen cycles
+# failed).  ParaView opens and closes a display connection to probe the
+# OpenGL capabilities and then opens another one, so under plain
+# `xvfb-run -a` it aborts now and then with "bad X server connection"
+# (exit 134).  -noreset avoids that (0 of 500).  Signs of X server trouble
+# (not ParaView's): retried once on another display.
+XVFB_SERVER_ARGS = "-screen 0 1280x1024x24 -noreset"
+X_TROUBLE = ("bad X server connection", "Can't open display", "Cannot open display", "xvfb-run: error")
+
+
+def render(xvfb, pvpython, args, timeout=180):
+    """Run render_frame.py under xvfb-run; returns (CompletedProcess, seconds).
+    Retried once on a different display if the X server failed."""
+    for attempt in range(2):
+        # -a searches for a free display from -n; start at a random one to
+        # avoid racing other xvfb-run users for the default :99
+        display = random.randint(100, 899)
+        cmd = [xvfb, "-a", "-n", str(display), "-s", XVFB_SERVER_ARGS, pvpython, SCRIPT] + [str(a) for a in args]
+        t0 = time.time()
+        try:
+            proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired as e:
+            print("FAILED: timed out after %d s: %s" % (timeout, " ".join(cmd)))
+            sys.stderr.write("%s\n%s\n" % (e.stdout or "", e.stderr or ""))
+            sys.exit(1)
+        secs = time.time() - t0
+        if proc.returncode == 0 or not any(s in proc.stderr for s in X_TROUBLE) or attempt:
+            return proc, secs
+        print("  X server trouble (exit %d), retrying on another display: %s" % (proc.returncode, proc.stderr.strip().splitlines()[0][:200]))
+
+
+def parse(stdout):
+    """The 'render_frame: KEY values...' lines as {KEY: [str, ...]}."""
+    out = {}
+    for line in stdout.splitlines():
+        m = re.match(r"render_frame: (\w+) ?(.*)$", line.strip())
+        if m:
+            out[m.group(1)] = m.group(2).split()
+    return out
+
+
+def load_png(path):
+    """The image as an (H, W, 3) uint8 array."""
+    try:
+        from PIL import Image
+        return np.asarray(Image.open(path).convert("RGB"))
+    except ImportError:
+        import matplotlib.image as mpimg
+        img = mpimg.imread(path)
+        img = img[..., :3]
+        return (img * 255 + 0.5).astype(np.uint8) if img.dtype.kind == "f" else img.astype(np.uint8)
+
+
+def main():
+    xvfb, pvpython = tools()
+    chk = mpmtest.Checks("XDMF time series read and rendered by ParaView (pvpython %s)" % pvpython)
+    out = mpmtest.outdir("xdmf_paraview")
+    t0 = time.time()
+    mpmtest.run_deck("column_collapse_2d.yaml", 2, out, "-dx", "0.00625", "-t_end", "0.1", "-output_dt", "0.05")
+    print("  solver run (2 ranks) %.1f s" % (time.time() - t0))
+
+    files = mpmio.frame_files(out)
+    frames = [mpmio.read_frame(f, []) for f in files]
+    last = mpmio.read_frame(files[-1], ["position", "velocity"])
+    n_last = last["position"].shape[0]
+    h5_times = np.array([f["t"] for f in frames])
+    chk.true("run wrote >= 3 frames and particles.xmf", len(files) >= 3 and os.path.isfile(os.path.join(out, "particles.xmf")),
+             "(%d frames)" % len(files))
+
+    png = os.path.join(out, "render_last.png")
+    proc, secs = render(xvfb, pvpython, [out, "--frame", "-1", "--png", png, "--size", W, H])
+    print("  render_frame.py took %.1f s (pvpython start-up, read, render, save)" % secs)
+    sys.stdout.write("".join("    | " + l + "\n" for l in proc.stdout.splitlines()))
+    chk.true("render_frame.py exit code 0", proc.returncode == 0, "(exit %d)" % proc.returncode)
+    if proc.returncode != 0:
+        sys.stderr.write(proc.stderr[-4000:] + "\n")
+    info = parse(proc.stdout)
+
+    # --- the time series
+    pv_times = np.array([float(v) for v in info.get("time_steps", [])])
+    chk.true("ParaView lists one time step per HDF5 frame", len(pv_times) == len(h5_times),
+             "(%d vs %d)" % (len(pv_times), len(h5_times)))
+    if len(pv_times) == len(h5_times):
+        # particles.xmf writes the times with 10 significant digits
+        err = np.max(np.abs(pv_times - h5_times) - 1e-9 * np.abs(h5_times)) if len(h5_times) else 0.0
+        chk.true("time steps = HDF5 time_dt[0] of every frame", err <= 1e-12, "(pv %s, h5 %s)" % (pv_times.tolist(), h5_times.tolist()))
+    sel = info.get("frame", ["-", "nan"])
+    chk.true("frame -1 selects the last frame", sel[0] == str(frames[-1]["frame"]), "(frame %s, last %d)" % (sel[0], frames[-1]["frame"]))
+    chk.close("selected time = last frame's time", float(sel[2]) if len(sel) > 2 else float("nan"), frames[-1]["t"], rtol=1e-9, atol=1e-12)
+
+    # --- the data of the last frame
+    npts = int(info["points"][0]) if "points" in info else -1
+    chk.true("points read by ParaView = particles in the last frame", npts == n_last, "(%d vs %d)" % (npts, n_last))
+    ncells = int(info["cells"][0]) if "cells" in info else -1
+    chk.true("one vertex cell per point (Polyvertex connectivity)", ncells == n_last, "(%d cells)" % ncells)
+    if "bounds" in info:
+        b = [float(v) for v in info["bounds"]]
+        x = last["position"]
+        ref = [x[:, 0].min(), x[:, 0].max(), x[:, 1].min(), x[:, 1].max(), x[:, 2].min(), x[:, 2].max()]
+        chk.close("bounding box vs HDF5 positions (max |diff|)", max(abs(p - r) for p, r in zip(b, ref)), 0.0, atol=1e-12)
+    else:
+        chk.true("render_frame.py printed the bounds", False)
+    vmag = np.linalg.norm(last["velocity"], axis=1)
+    rng = info.get("range", [])
+    ok = len(rng) == 3 and rng[0] == "velocity"
+    chk.true("colour field is velocity (magnitude)", ok, " ".join(rng))
+    chk.close("colour range min = min |v| in HDF5", float(rng[1]) if ok else float("nan"), vmag.min(), rtol=1e-9, atol=1e-12)
+    chk.close("colour range max = max |v| in HDF5", float(rng[2]) if ok else float("nan"), vmag.max(), rtol=1e-9, atol=1e-12)
+
+    # --- the image
+    exists = os.path.isfile(png) and os.path.getsize(png) > 0
+    chk.true("PNG exists and is non-empty", exists, png)
+    if exists:
+        img = load_png(png)
+        chk.true("PNG is %dx%d" % (W, H), img.shape[:2] == (H, W), str(img.shape))
+        border = np.concatenate([img[0, :], img[-1, :], img[:, 0], img[:, -1]]).reshape(-1, 3)
+        colours, counts = np.unique(border, axis=0, return_counts=True)
+        bg = colours[np.argmax(counts)]
+        area = img[TITLE:, : W - BAR].reshape(-1, 3)
+        fg = area[np.any(area != bg, axis=1)]
+        frac = len(fg) / len(area)
+        chk.within("fraction of data-area pixels that are not background", frac, 0.10, 0.95)
+        if len(fg):
+            cols, cnt = np.unique(fg // 16, axis=0, return_counts=True)  # 16 levels a channel
+            chk.within("distinct particle colours (16 levels/channel)", len(cols), 8, 1e9)
+            chk.within("share of the commonest particle colour", cnt.max() / len(fg), 0.0, 0.6)
+            spread = float(np.max(fg.max(axis=0).astype(int) - fg.min(axis=0).astype(int)))
+            chk.within("largest channel spread of particle colours", spread, 100, 255)
+
+    # --- a directory without particles.xmf
+    empty = mpmtest.outdir("xdmf_paraview_empty")
+    os.makedirs(empty)
+    proc, _ = render(xvfb, pvpython, [empty])
+    chk.true("no particles.xmf: exit code != 0 and a clear message", proc.returncode != 0 and "no particles.xmf" in proc.stderr,
+             "(exit %d: %s)" % (proc.returncode, proc.stderr.strip()[-200:]))
+    chk.done()
+
+
+if __name__ == "__main__":
+    main()
