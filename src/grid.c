@@ -178,6 +178,7 @@ PetscErrorCode MPMGridUpdate(MPMSim sim, double dt)
   MPMGrid       *g = &sim->grid;
   const PetscInt d = g->dim, dof = g->dof;
   const int      flip = dof > 1 + d;
+  const double   gs   = sim->gravity_ramp > 0 ? PetscMin(1.0, sim->t / sim->gravity_ramp) : 1.0; /* -gravity_ramp */
   PetscScalar   *a;
 
   PetscFunctionBeginUser;
@@ -196,7 +197,7 @@ PetscErrorCode MPMGridUpdate(MPMSim sim, double dt)
         }
         for (PetscInt c = 0; c < d; c++) {
           x[c] = g->box.origin[c] + g->h * idx[c];
-          v[c] = (node[1 + c] + (flip ? node[1 + d + c] : 0.0)) / m + dt * sim->gravity[c];
+          v[c] = (node[1 + c] + (flip ? node[1 + d + c] : 0.0)) / m + dt * gs * sim->gravity[c];
           if (flip) node[1 + d + c] = node[1 + c] / m; /* v^n, before forces */
         }
         MPMCollidersApply(sim, x, dt, v);

@@ -193,7 +193,7 @@ struct _p_MPMSim {
   MPMEmitter  *em;
   PetscInt     nem;
 
-  double      gravity[3];
+  double      gravity[3], gravity_ramp;
   MPMTransfer transfer;
   double      flip; /* FLIP fraction of the PIC/FLIP blend; < 0 selects APIC */
   double      cfl, cfl_elastic, dt_max, dt_fixed, wave_speed;

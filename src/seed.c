@@ -81,7 +81,8 @@ static PetscErrorCode RegionSetUp(MPMSim sim, PetscInt r, const char *name)
   PetscCheck(R->density > 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sdensity must be > 0 kg/m^3, got %g", prefix, R->density);
   PetscCheck(R->ppc >= 1 && R->ppc <= 8, sim->comm, PETSC_ERR_USER_INPUT, "-%sppc must be in [1, 8], got %" PetscInt_FMT, prefix, R->ppc);
   PetscCheck(R->jitter >= 0 && R->jitter <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-%sjitter must be in [0, 1], got %g", prefix, R->jitter);
-  mpm_shape_bbox(&R->ps.shape, lo, hi);
+  PetscCheck(mpm_shape_bbox(&R->ps.shape, lo, hi), sim->comm, PETSC_ERR_USER_INPUT,
+             "Region '%s' is unbounded (-%sinside_out or an infinite cylinder): give it a finite shape (cylinders need -%shalf_length > 0)", name, prefix, prefix);
   for (PetscInt a = 0; a < sim->dim; a++) {
     lo[a] += R->ps.c0[a];
     hi[a] += R->ps.c0[a];

@@ -51,6 +51,9 @@ static PetscErrorCode ReadRunOptions(MPMSim sim)
   PetscCall(PetscOptionsRealArray("-gravity", "Gravitational acceleration vector [m/s^2]", NULL, sim->gravity, &n, &gset));
   PetscCheck(!gset || n == sim->dim, sim->comm, PETSC_ERR_USER_INPUT, "-gravity needs %" PetscInt_FMT " comma-separated values, got %" PetscInt_FMT, sim->dim, n);
   if (sim->dim == 2) sim->gravity[2] = 0;
+  PetscCall(PetscOptionsReal("-gravity_ramp", "Time over which gravity rises linearly from 0 to -gravity (quasi-static loading, no drop shock) [s]", NULL, sim->gravity_ramp,
+                             &sim->gravity_ramp, NULL));
+  PetscCheck(sim->gravity_ramp >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-gravity_ramp must be >= 0 s, got %g", sim->gravity_ramp);
   PetscCall(PetscOptionsEList("-transfer", "Particle-grid transfer", NULL, TransferNames, 2, TransferNames[transfer], &transfer, NULL));
   PetscCall(PetscOptionsReal("-flip_blend", "FLIP fraction of the PIC/FLIP blend (with -transfer flip) [-]", NULL, sim->flip, &sim->flip, NULL));
   PetscCall(PetscOptionsReal("-t_end", "Simulated time to reach [s]", NULL, sim->t_end, &sim->t_end, NULL));

@@ -17,6 +17,7 @@ CASES = [
     (["-column_hi", "0.1,0.5"], "Region 'column'"),
     (["-column_material", "gravel"], "'gravel' is not one of the materials"),
     (["-column_ppc", "0"], "-column_ppc must be in [1, 8]"),
+    (["-column_inside_out"], "Region 'column' is unbounded"),
     (["-materials", "sand,gravel"], "-gravel_type is required"),
     (["-regions", "column,blob"], "-blob_lo is required"),
     (["-dim", "4"], "-dim must be 2 or 3"),
