@@ -1,5 +1,6 @@
 /* Set-up of a run from the options database, the run loop, and clean-up. */
 #include "mpm_impl.h"
+#include "mpm_version.h"
 
 static const char *const TransferNames[] = {"apic", "flip", "MPMTransfer", "MPM_TRANSFER_", NULL};
 

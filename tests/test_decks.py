@@ -19,7 +19,7 @@ for path in decks:
         continue
     s = T.mpmio.summary(out)
     run = json.load(open(os.path.join(out, "run.json")))
-    c.true("%s summary and provenance" % rel, s["steps"] == steps and s["ranks"] == 2 and run["ranks"] == 2 and "-options_file_yaml" in run["options"]
+    c.true("%s summary and provenance" % rel, s["steps"] == steps and s["ranks"] == 2 and run["ranks"] == 2 and "-dx " in run["options"] and "-max_steps %d" % steps in run["options"]
            and run["version"] == s["version"])
     c.true("%s XDMF and frames" % rel, os.path.exists(os.path.join(out, "particles.xmf")) and len(T.mpmio.frame_files(out)) >= 2)
     h = T.mpmio.history(out)
