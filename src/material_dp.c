@@ -10,6 +10,11 @@ static MPMPlasticCase DPUpdate(const void *ctx, double *Fe, double *q, double *J
   return mpm_dp_update((const MPMDruckerPragerParams *)ctx, Fe, q, Jp, tau);
 }
 
+static void DPUpdateBatch(const void *ctx, int n, double *Fe, double *q, double *Jp, double *tau, uint8_t *pcase)
+{
+  mpm_dp_update_n((const MPMDruckerPragerParams *)ctx, n, Fe, q, Jp, tau, pcase);
+}
+
 static double DPEnergy(const void *ctx, const double *Fe)
 {
   const MPMDruckerPragerParams *p = (const MPMDruckerPragerParams *)ctx;
@@ -70,7 +75,8 @@ PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial m, PetscOptionItems *
   p->h3 *= PETSC_PI / 180;
   PetscCall(DPCheckHardening(m, p));
   mpm_dp_setup(p);
-  m->update = DPUpdate;
-  m->energy = DPEnergy;
+  m->update   = DPUpdate;
+  m->update_n = DPUpdateBatch;
+  m->energy   = DPEnergy;
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -89,6 +89,8 @@ typedef struct _p_MPMMaterial *MPMMaterial;
  * return the Kirchhoff stress tau and the plastic case. */
 typedef MPMPlasticCase (*MPMMaterialUpdateFn)(const void *ctx, double *Fe, double *q, double *Jp, double *tau);
 typedef double (*MPMMaterialEnergyFn)(const void *ctx, const double *Fe);
+/* Optional: the same update on n consecutive particles (vectorized kernels). */
+typedef void (*MPMMaterialUpdateBatchFn)(const void *ctx, int n, double *Fe, double *q, double *Jp, double *tau, uint8_t *pcase);
 
 struct _p_MPMMaterial {
   char                name[MPM_NAME_LEN]; /* instance name = options prefix */
@@ -97,8 +99,9 @@ struct _p_MPMMaterial {
   double              density;        /* [kg/m^3] */
   double              E, nu, mu, lambda;
   void               *ctx;            /* model parameters */
-  MPMMaterialUpdateFn update;
-  MPMMaterialEnergyFn energy;
+  MPMMaterialUpdateFn      update;
+  MPMMaterialUpdateBatchFn update_n; /* NULL: update() per particle */
+  MPMMaterialEnergyFn      energy;
 };
 typedef PetscErrorCode (*MPMMaterialCreateFn)(MPMMaterial, PetscOptionItems *);
 PetscErrorCode MPMMaterialRegisterAll(void);

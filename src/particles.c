@@ -3,6 +3,7 @@
  * Every per-particle array is listed once in a field table; growth,
  * compaction, permutation and migration packing loop over that table. */
 #include "mpm_impl.h"
+#include <petscbt.h>
 
 static size_t field_size(const MPMParticleField *f)
 {
@@ -110,22 +111,68 @@ PetscErrorCode MPMParticlesCompact(MPMParticles *p, const PetscBool *keep)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* New particle q is old particle perm[q]. */
+/* memcpy of one element of a field; the common sizes with a constant size,
+ * which the compiler turns into a few moves instead of a library call. */
+static inline void copy_element(char *dst, const char *src, size_t s)
+{
+  switch (s) {
+  case 1: memcpy(dst, src, 1); break;
+  case 4: memcpy(dst, src, 4); break;
+  case 8: memcpy(dst, src, 8); break;
+  case 16: memcpy(dst, src, 16); break;
+  case 24: memcpy(dst, src, 24); break;
+  case 32: memcpy(dst, src, 32); break;
+  case 72: memcpy(dst, src, 72); break;
+  default: memcpy(dst, src, s);
+  }
+}
+
+/* New particle q is old particle perm[q].
+ * Between two sorts most particles stay where they are: then the fields are
+ * permuted in place, cycle by cycle (q <- perm[q] <- perm[perm[q]] ...),
+ * touching only the particles that move and allocating nothing (a scratch
+ * copy of the largest field costs a page fault every 4 KiB on each call).
+ * A thorough reordering (the first sort after seeding) gathers through a
+ * scratch array instead, which streams better than long cycles. */
 PetscErrorCode MPMParticlesPermute(MPMParticles *p, const PetscInt *perm)
 {
-  size_t smax = 0;
-  char  *tmp;
+  PetscInt moved = 0;
 
   PetscFunctionBeginUser;
-  for (int f = 0; f < p->nfield; f++) smax = PetscMax(smax, field_size(&p->field[f]));
-  PetscCall(PetscMalloc(smax * (size_t)PetscMax(p->n, 1), &tmp));
-  for (int f = 0; f < p->nfield; f++) {
-    const size_t s    = field_size(&p->field[f]);
-    char        *base = (char *)*p->field[f].data;
-    for (PetscInt q = 0; q < p->n; q++) memcpy(tmp + s * (size_t)q, base + s * (size_t)perm[q], s);
-    memcpy(base, tmp, s * (size_t)p->n);
+  for (PetscInt q = 0; q < p->n; q++) moved += perm[q] != q;
+  if (moved > p->n / 4) {
+    size_t smax = 0;
+    char  *tmp;
+
+    for (int f = 0; f < p->nfield; f++) smax = PetscMax(smax, field_size(&p->field[f]));
+    PetscCall(PetscMalloc(smax * (size_t)p->n, &tmp));
+    for (int f = 0; f < p->nfield; f++) {
+      const size_t s    = field_size(&p->field[f]);
+      char        *base = (char *)*p->field[f].data;
+      for (PetscInt q = 0; q < p->n; q++) copy_element(tmp + s * (size_t)q, base + s * (size_t)perm[q], s);
+      memcpy(base, tmp, s * (size_t)p->n);
+    }
+    PetscCall(PetscFree(tmp));
+  } else if (moved) {
+    PetscBT done;
+    char    tmp[MPM_MAX_DIM * MPM_MAX_DIM * sizeof(double)]; /* one element of the largest field */
+
+    for (int f = 0; f < p->nfield; f++) PetscCheck(field_size(&p->field[f]) <= sizeof(tmp), PETSC_COMM_SELF, PETSC_ERR_PLIB, "Particle field %s is too large", p->field[f].name);
+    PetscCall(PetscBTCreate(p->n, &done));
+    for (PetscInt c = 0; c < p->n; c++) {
+      if (perm[c] == c || PetscBTLookup(done, c)) continue;
+      for (int f = 0; f < p->nfield; f++) {
+        const size_t s    = field_size(&p->field[f]);
+        char        *base = (char *)*p->field[f].data;
+        PetscInt     q    = c;
+        copy_element(tmp, base + s * (size_t)c, s);
+        for (; perm[q] != c; q = perm[q]) copy_element(base + s * (size_t)q, base + s * (size_t)perm[q], s);
+        copy_element(base + s * (size_t)q, tmp, s);
+      }
+      for (PetscInt q = c; !PetscBTLookupSet(done, q); q = perm[q]) {}
+    }
+    PetscCall(PetscBTDestroy(&done));
   }
-  PetscCall(PetscFree(tmp));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

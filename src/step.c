@@ -46,7 +46,9 @@ static PetscErrorCode G2P(MPMSim sim, double dt, double *vmax)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Plasticity, hardening (K16-K18, K29) and the stress for the next step. */
+/* Plasticity, hardening (K16-K18, K29) and the stress for the next step.
+ * Runs of consecutive particles of one material go to the material's batch
+ * update when it has one (Drucker-Prager: the lane-parallel kernel). */
 static PetscErrorCode Constitutive(MPMSim sim)
 {
   MPMParticles  *p  = &sim->p;
@@ -54,9 +56,12 @@ static PetscErrorCode Constitutive(MPMSim sim)
 
   PetscFunctionBeginUser;
   PetscCall(PetscLogEventBegin(MPM_EVENT_CONSTITUTIVE, 0, 0, 0, 0));
-  for (PetscInt q = 0; q < p->n; q++) {
-    const MPMMaterial m = sim->mat[p->mat[q]];
-    p->pcase[q]         = (uint8_t)m->update(m->ctx, p->Fe + q * d2, &p->q[q], &p->Jp[q], p->tau + q * d2);
+  for (PetscInt q0 = 0, q1; q0 < p->n; q0 = q1) {
+    const MPMMaterial m = sim->mat[p->mat[q0]];
+    for (q1 = q0 + 1; q1 < p->n && p->mat[q1] == p->mat[q0]; q1++) {}
+    if (m->update_n) m->update_n(m->ctx, (int)(q1 - q0), p->Fe + q0 * d2, p->q + q0, p->Jp + q0, p->tau + q0 * d2, p->pcase + q0);
+    else
+      for (PetscInt q = q0; q < q1; q++) p->pcase[q] = (uint8_t)m->update(m->ctx, p->Fe + q * d2, &p->q[q], &p->Jp[q], p->tau + q * d2);
   }
   PetscCall(PetscLogEventEnd(MPM_EVENT_CONSTITUTIVE, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -82,6 +82,19 @@ static inline double mpm_apic_dinv(int order, double h) { return (order == MPM_K
  * eigenvalues that dominate here (F_E close to a rotation). */
 void mpm_sym_eig(int dim, const double *A, double *lam, double *U);
 
+/* Lane-parallel (SIMD) variants work on MPM_LANES independent problems at
+ * once, stored structure-of-arrays: x[i][l] is entry i of problem l, so the
+ * loops over l vectorize.  16 lanes are several SIMD registers per
+ * operation, which hides the latency of the divisions and square roots of
+ * the Jacobi rotations.  They give the results of the one-problem functions
+ * up to roundoff. */
+#define MPM_LANES 16
+
+/* mpm_sym_eig for MPM_LANES symmetric 3x3 matrices given by their entries
+ * A = (a00, a11, a22, a01, a02, a12); U[i*3+k][l] is component i of
+ * eigenvector k of matrix l. */
+void mpm_sym_eig3_lanes(const double A[6][MPM_LANES], double lam[3][MPM_LANES], double U[9][MPM_LANES]);
+
 /* C = A B (dim x dim) */
 static inline void mpm_matmul(int dim, const double *A, const double *B, double *C)
 {
@@ -149,9 +162,13 @@ MPMPlasticCase mpm_dp_project(const MPMDruckerPragerParams *p, double alpha, dou
  * the projection keeps U and V, hence F_E,new = U exp(H) Sigma^-1 U^T F_E. */
 MPMPlasticCase mpm_dp_update(const MPMDruckerPragerParams *p, double *Fe, double *q, double *Jp, double *tau);
 
+/* mpm_dp_update for n particles (Fe and tau dim*dim per particle, q, Jp
+ * and the returned case pcase one per particle), lane-parallel in 3D. */
+void mpm_dp_update_n(const MPMDruckerPragerParams *p, int n, double *Fe, double *q, double *Jp, double *tau, uint8_t *pcase);
+
 /* Hencky elasticity, no plasticity: tau from F_E. */
 void mpm_hencky_stress(int dim, double mu, double lambda, const double *Fe, double *tau);
-/* Hencky energy density psi(F) = mu tr(ln S)^2 + lambda/2 tr(ln S)^2 (K25). */
+/* Hencky energy density psi(F) = mu tr((ln S)^2) + lambda/2 (tr ln S)^2 (K25). */
 double mpm_hencky_energy(int dim, double mu, double lambda, const double *Fe);
 
 /* Compressible neo-Hookean: psi = mu/2 (tr b - d) - mu ln J + lambda/2 ln^2 J,

@@ -2,6 +2,7 @@
  * plasticity (Klar et al. 2016, sections 6.3 and 7) and neo-Hookean
  * elasticity.  All stresses are Kirchhoff stresses tau = J sigma. */
 #include <mpm/kernels.h>
+#include <string.h>
 
 double mpm_dp_alpha(int dim, MPMConeMatch cone, double phi)
 {
@@ -73,7 +74,7 @@ static void hencky_tau(int d, double mu, double lambda, const double *U, const d
 /* Principal Hencky strains eps = ln(Sigma) = 0.5 ln(eig(F F^T)) and eigenvectors U. */
 static void hencky_strain(int d, const double *Fe, double *eps, double *U)
 {
-  double b[9], lam[3];
+  double b[9] = {0}, lam[3]; /* zeroed: GCC cannot see that d <= 3 fills what mpm_sym_eig reads */
   for (int i = 0; i < d; i++)
     for (int j = 0; j < d; j++) {
       double s = 0;
@@ -82,6 +83,27 @@ static void hencky_strain(int d, const double *Fe, double *eps, double *U)
     }
   mpm_sym_eig(d, b, lam, U);
   for (int i = 0; i < d; i++) eps[i] = 0.5 * log(lam[i]);
+}
+
+/* After a plastic projection of the Hencky strain eps -> H:
+ * F_E,new = U exp(H) V^T = U diag(exp(H - eps)) U^T F_E, U and V are kept (K28),
+ * and Jp takes up the volume change. */
+static void fe_project(int d, const double *U, const double *eps, const double *H, double *Fe, double *Jp)
+{
+  double S[9], G[9], e[3], lnj = 0;
+  for (int k = 0; k < d; k++) {
+    lnj += eps[k] - H[k];
+    e[k] = exp(H[k] - eps[k]);
+  }
+  for (int i = 0; i < d; i++)
+    for (int j = 0; j < d; j++) {
+      double t = 0;
+      for (int k = 0; k < d; k++) t += U[i * d + k] * e[k] * U[j * d + k];
+      S[i * d + j] = t;
+    }
+  mpm_matmul(d, S, Fe, G);
+  for (int i = 0; i < d * d; i++) Fe[i] = G[i];
+  *Jp *= exp(lnj); /* det F = det F_E det F_P is unchanged by the projection (K17) */
 }
 
 MPMPlasticCase mpm_dp_update(const MPMDruckerPragerParams *p, double *Fe, double *q, double *Jp, double *tau)
@@ -93,25 +115,268 @@ MPMPlasticCase mpm_dp_update(const MPMDruckerPragerParams *p, double *Fe, double
   for (int i = 0; i < d; i++) H[i] = eps[i];
   const MPMPlasticCase c = mpm_dp_project(p, alpha, tr_apex, H, &dq);
   if (c != MPM_CASE_ELASTIC) {
-    /* F_E,new = U exp(H) V^T = U diag(exp(H - eps)) U^T F_E: U and V are kept (K28). */
-    double S[9], G[9], e[3], lnj = 0;
-    for (int k = 0; k < d; k++) {
-      lnj += eps[k] - H[k];
-      e[k] = exp(H[k] - eps[k]);
-    }
-    for (int i = 0; i < d; i++)
-      for (int j = 0; j < d; j++) {
-        double t = 0;
-        for (int k = 0; k < d; k++) t += U[i * d + k] * e[k] * U[j * d + k];
-        S[i * d + j] = t;
-      }
-    mpm_matmul(d, S, Fe, G);
-    for (int i = 0; i < d * d; i++) Fe[i] = G[i];
-    *Jp *= exp(lnj); /* det F = det F_E det F_P is unchanged by the projection (K17) */
-    *q += dq;        /* (K29) */
+    fe_project(d, U, eps, H, Fe, Jp);
+    *q += dq; /* (K29) */
   }
   hencky_tau(d, p->mu, p->lambda, U, H, tau);
   return c;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Drucker-Prager on MPM_LANES particles at once (3D)                        */
+/* ------------------------------------------------------------------------ */
+/* mpm_dp_update written as loops over lanes (particles) that the compiler
+ * vectorizes: b = F F^T, its Jacobi eigen-decomposition, the Hencky strain,
+ * the projection of mpm_dp_project with all three cases computed and the
+ * right one selected per lane, the update of F_E, Jp and q, and the stress.
+ * The case tests use the same arithmetic as mpm_dp_project, so a particle
+ * gets the same case as from mpm_dp_update. */
+#define L MPM_LANES
+
+/* A loop over the lanes; "unroll 1" keeps GCC from unrolling it completely
+ * before the loop vectorizer runs (see eig.c). */
+#define FOR_LANES(l) _Pragma("GCC unroll 1") for (int l = 0; l < L; l++)
+
+/* ln 2 split so that k ln2_hi is exact for |k| < 2^29: ln2_hi is ln 2
+ * rounded to single precision, ln2_lo the rest (Cody & Waite reduction). */
+#define MPM_LN2 0.6931471805599453094172321214581766 /* ln 2 */
+static const double ln2_hi = 0.693145751953125, ln2_lo = 1.4286068203094172321214581766e-6; /* ln2 - ln2_hi, from the digits of ln 2 */
+/* 1/j for the series below (multiplications instead of divisions) */
+static const double inv[24] = {0, 1.0 / 1, 1.0 / 2, 1.0 / 3, 1.0 / 4, 1.0 / 5, 1.0 / 6, 1.0 / 7, 1.0 / 8, 1.0 / 9, 1.0 / 10, 1.0 / 11,
+                               1.0 / 12, 1.0 / 13, 1.0 / 14, 1.0 / 15, 1.0 / 16, 1.0 / 17, 1.0 / 18, 1.0 / 19, 1.0 / 20, 1.0 / 21, 1.0 / 22, 1.0 / 23};
+
+/* y = ln(x) on the lanes, written so the compiler vectorizes it (libm's log()
+ * is a scalar call).  x = 2^k m with m in [sqrt(2)/2, sqrt(2)), read from the
+ * bits; with s = (m - 1)/(m + 1), |s| <= 0.172,
+ *   ln m = 2 atanh(s) = 2 s (1 + s^2/3 + s^4/5 + ... + s^22/23),
+ * whose first omitted term is below 1e-18 relative.  Lanes that are not
+ * positive normal numbers go through log(). */
+static void lanes_log(const double *x, double *y)
+{
+  int special = 0;
+  FOR_LANES(l)
+  {
+    uint64_t u;
+    double   m;
+    memcpy(&u, &x[l], sizeof u);
+    special |= u - 0x0010000000000000ULL >= 0x7fe0000000000000ULL; /* zero, subnormal, negative, inf or nan */
+    /* shift the exponent by that of sqrt(2)/2 (0x3fe6a09e...) so that the
+     * mantissa rebuilt below lies in [sqrt(2)/2, sqrt(2)) */
+    u += 0x3ff0000000000000ULL - 0x3fe6a09e00000000ULL;
+    const int k = (int)(u >> 52) - 0x3ff;
+    u           = (u & 0x000fffffffffffffULL) + 0x3fe6a09e00000000ULL;
+    memcpy(&m, &u, sizeof m);
+    const double sv = (m - 1.0) / (m + 1.0), z = sv * sv;
+    double       p = inv[23];
+    for (int j = 21; j >= 1; j -= 2) p = inv[j] + z * p; /* 1 + z/3 + z^2/5 + ... */
+    const double dk = k;
+    y[l]            = dk * ln2_hi + (2.0 * sv * p + dk * ln2_lo);
+  }
+  if (special)
+    for (int l = 0; l < L; l++) {
+      uint64_t u;
+      memcpy(&u, &x[l], sizeof u);
+      if (u - 0x0010000000000000ULL >= 0x7fe0000000000000ULL) y[l] = log(x[l]);
+    }
+}
+
+/* y = exp(x) on the lanes, vectorizable.  x = k ln 2 + r with k the nearest
+ * integer to x/ln 2 and |r| <= ln(2)/2; exp(r) by its Taylor polynomial of
+ * degree 13 (first omitted term below 5e-18), times 2^k built from its bits.
+ * Lanes with |x| > 700 (or nan) go through exp(). */
+static void lanes_exp(const double *x, double *y)
+{
+  int special = 0;
+  FOR_LANES(l)
+  {
+    const int    ok = fabs(x[l]) <= 700.0;
+    const double xl = ok ? x[l] : 0.0; /* keeps 2^k below in range */
+    special |= !ok;
+    /* x/ln2 rounded to the nearest integer by adding 1.5 2^52 (trunc() or an
+     * integer conversion would not vectorize): k lands in the low bits of
+     * t's mantissa, and 2^k is built from them */
+    const double t = xl * (1.0 / MPM_LN2) + 0x1.8p52, kd = t - 0x1.8p52;
+    const double r = (xl - kd * ln2_hi) - kd * ln2_lo;
+    double       p = 1.0;
+    for (int j = 13; j >= 1; j--) p = 1.0 + r * p * inv[j]; /* 1 + r (1 + r/2 (1 + r/3 (...))) */
+    uint64_t bits;
+    double   scale;
+    memcpy(&bits, &t, sizeof bits);
+    bits = (bits - 0x4338000000000000ULL + 0x3ff) << 52;
+    memcpy(&scale, &bits, sizeof scale);
+    y[l] = p * scale;
+  }
+  if (special)
+    for (int l = 0; l < L; l++)
+      if (!(fabs(x[l]) <= 700.0)) y[l] = exp(x[l]);
+}
+
+/* The symmetric 3x3 entries (00, 11, 22, 01, 02, 12): row I[m], column J[m],
+ * and the entry m of (i, j). */
+static const int SymI[6] = {0, 1, 2, 0, 0, 1}, SymJ[6] = {0, 1, 2, 1, 2, 2};
+static const int SymM[3][3] = {{0, 3, 4}, {3, 1, 5}, {4, 5, 2}};
+
+/* F_E <- U diag(e) U^T F_E where plastic[l] (K28, as fe_project()) */
+static void lanes_flow(const int *plastic, const double U[9][L], const double e[3][L], double F[9][L])
+{
+  FOR_LANES(l)
+  {
+    double S[6];
+    for (int m = 0; m < 6; m++) {
+      double t = 0;
+      for (int k = 0; k < 3; k++) t += U[3 * SymI[m] + k][l] * e[k][l] * U[3 * SymJ[m] + k][l];
+      S[m] = t;
+    }
+    double G[9];
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++) {
+        double t = 0;
+        for (int k = 0; k < 3; k++) t += S[SymM[i][k]] * F[3 * k + j][l];
+        G[3 * i + j] = t;
+      }
+    for (int k = 0; k < 9; k++) F[k][l] = plastic[l] ? G[k] : F[k][l];
+  }
+}
+
+static void dp_update_lanes(const MPMDruckerPragerParams *p, int nl, double *Fe, double *q, double *Jp, double *tau, uint8_t *pcase)
+{
+  double       F[9][L], A[6][L], lam[3][L], U[9][L], eps[3][L], H[3][L], tr[L], nh[L], n2tip[L], dq[L], alpha[L], trap[L], qv[L], jv[L];
+  int          cs[L], plastic[L], any_plastic = 0;
+  const double coef = (3 * p->lambda + 2.0 * p->mu) / (2.0 * p->mu);
+
+  /* the lanes' state (an undeformed particle in unused lanes) and b = F F^T */
+  for (int l = 0; l < nl; l++) {
+    for (int k = 0; k < 9; k++) F[k][l] = Fe[9 * l + k];
+    qv[l] = q[l];
+    jv[l] = Jp[l];
+  }
+  for (int l = nl; l < L; l++) {
+    for (int k = 0; k < 9; k++) F[k][l] = (k % 4 == 0);
+    qv[l] = 0.0;
+    jv[l] = 1.0;
+  }
+  FOR_LANES(l)
+  {
+    A[0][l] = F[0][l] * F[0][l] + F[1][l] * F[1][l] + F[2][l] * F[2][l];
+    A[1][l] = F[3][l] * F[3][l] + F[4][l] * F[4][l] + F[5][l] * F[5][l];
+    A[2][l] = F[6][l] * F[6][l] + F[7][l] * F[7][l] + F[8][l] * F[8][l];
+    A[3][l] = F[0][l] * F[3][l] + F[1][l] * F[4][l] + F[2][l] * F[5][l];
+    A[4][l] = F[0][l] * F[6][l] + F[1][l] * F[7][l] + F[2][l] * F[8][l];
+    A[5][l] = F[3][l] * F[6][l] + F[4][l] * F[7][l] + F[5][l] * F[8][l];
+  }
+  mpm_sym_eig3_lanes(A, lam, U);
+  /* principal Hencky strains eps = ln(sqrt(lam)) */
+  for (int k = 0; k < 3; k++) {
+    lanes_log(lam[k], eps[k]);
+    FOR_LANES(l) eps[k][l] *= 0.5;
+  }
+
+  /* the cone at the lanes' hardening state */
+  if (p->hardening)
+    for (int l = 0; l < L; l++) mpm_dp_cone(p, qv[l], &alpha[l], &trap[l]);
+  else
+    FOR_LANES(l)
+    {
+      alpha[l] = p->alpha0;
+      trap[l]  = p->tr_apex0;
+    }
+
+  /* mpm_dp_project: the norms of the deviatoric strain and of the strain
+   * measured from the apex (the latter used by Case II only) */
+  FOR_LANES(l)
+  {
+    double n2 = 0, m2 = 0;
+    tr[l] = eps[0][l] + eps[1][l] + eps[2][l];
+    for (int k = 0; k < 3; k++) {
+      const double hat = eps[k][l] - tr[l] / 3, e = eps[k][l] - trap[l] / 3;
+      n2 += hat * hat;
+      m2 += e * e;
+    }
+    nh[l]    = n2;
+    n2tip[l] = m2;
+  }
+  for (int l = 0; l < L; l++) { /* scalar sqrt: see lanes_sqrt() in eig.c */
+    nh[l]    = sqrt(nh[l]);
+    n2tip[l] = sqrt(n2tip[l]);
+  }
+  FOR_LANES(l)
+  {
+    const double trs = tr[l] - trap[l];                      /* trace measured from the apex */
+    const double dg  = nh[l] + coef * trs * alpha[l];        /* (K27) */
+    const int    tip = nh[l] == 0.0 || trs > 0.0;            /* expansion: all stress released */
+    cs[l]            = dg <= 0.0 ? MPM_CASE_ELASTIC : tip ? MPM_CASE_TIP : MPM_CASE_CONE;
+    plastic[l]       = cs[l] != MPM_CASE_ELASTIC;
+    for (int k = 0; k < 3; k++) {
+      const double hat = eps[k][l] - tr[l] / 3;
+      const double Hc  = eps[k][l] - dg * hat / nh[l];       /* (K28): trace kept */
+      H[k][l]          = cs[l] == MPM_CASE_ELASTIC ? eps[k][l] : cs[l] == MPM_CASE_TIP ? trap[l] / 3 : Hc;
+    }
+    dq[l] = cs[l] == MPM_CASE_ELASTIC ? 0.0 : cs[l] == MPM_CASE_TIP ? n2tip[l] : dg;
+    any_plastic |= plastic[l];
+  }
+
+  /* plastic lanes: F_E = U exp(H) V^T, Jp takes up the volume change, q += dq (K29) */
+  if (any_plastic) {
+    double x[4][L], e[4][L];
+    FOR_LANES(l)
+    {
+      double lnj = 0;
+      for (int k = 0; k < 3; k++) {
+        lnj += eps[k][l] - H[k][l];
+        x[k][l] = H[k][l] - eps[k][l];
+      }
+      x[3][l] = lnj;
+    }
+    for (int k = 0; k < 4; k++) lanes_exp(x[k], e[k]);
+    lanes_flow(plastic, U, e, F);
+    FOR_LANES(l)
+    {
+      jv[l] = plastic[l] ? jv[l] * e[3][l] : jv[l];
+      qv[l] += dq[l];
+    }
+    for (int l = 0; l < nl; l++) {
+      for (int k = 0; k < 9; k++) Fe[9 * l + k] = F[k][l];
+      q[l]  = qv[l];
+      Jp[l] = jv[l];
+    }
+  }
+
+  /* tau = U diag(2 mu H + lambda tr H) U^T, as hencky_tau() */
+  double T[6][L];
+  FOR_LANES(l)
+  {
+    const double trH = H[0][l] + H[1][l] + H[2][l];
+    double       sk[3];
+    for (int k = 0; k < 3; k++) sk[k] = 2.0 * p->mu * H[k][l] + p->lambda * trH;
+    for (int m = 0; m < 6; m++) {
+      double t = 0;
+      for (int k = 0; k < 3; k++) t += U[3 * SymI[m] + k][l] * sk[k] * U[3 * SymJ[m] + k][l];
+      T[m][l] = t;
+    }
+  }
+  for (int l = 0; l < nl; l++) {
+    double *t = tau + 9 * l;
+    t[0]      = T[0][l];
+    t[4]      = T[1][l];
+    t[8]      = T[2][l];
+    t[1] = t[3] = T[3][l];
+    t[2] = t[6] = T[4][l];
+    t[5] = t[7] = T[5][l];
+    pcase[l]    = (uint8_t)cs[l];
+  }
+}
+
+void mpm_dp_update_n(const MPMDruckerPragerParams *p, int n, double *Fe, double *q, double *Jp, double *tau, uint8_t *pcase)
+{
+  const int d2 = p->dim * p->dim;
+  if (p->dim != 3) {
+    for (int i = 0; i < n; i++) pcase[i] = (uint8_t)mpm_dp_update(p, Fe + d2 * i, &q[i], &Jp[i], tau + d2 * i);
+    return;
+  }
+  for (int i = 0; i < n; i += L) {
+    const int nl = n - i < L ? n - i : L;
+    dp_update_lanes(p, nl, Fe + 9 * i, q + i, Jp + i, tau + 9 * i, pcase + i);
+  }
 }
 
 void mpm_hencky_stress(int d, double mu, double lambda, const double *Fe, double *tau)

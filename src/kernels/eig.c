@@ -1,5 +1,8 @@
 /* Small dense linear algebra for the pointwise kernels. */
 #include <mpm/kernels.h>
+#if defined(__SSE2__)
+#include <immintrin.h>
+#endif
 
 /* 2x2 symmetric: closed form with a rotation angle, exact for repeated roots. */
 static void sym_eig2(const double *A, double *lam, double *U)
@@ -95,4 +98,112 @@ double mpm_inverse(int dim, const double *A, double *B)
   B[7] = (A[1] * A[6] - A[0] * A[7]) * id;
   B[8] = (A[0] * A[4] - A[1] * A[3]) * id;
   return det;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Cyclic Jacobi on MPM_LANES matrices at once                              */
+/* ------------------------------------------------------------------------ */
+#define L MPM_LANES
+_Static_assert(MPM_LANES % 8 == 0, "lanes_sqrt() takes the lanes 8, 4 or 2 at a time");
+
+/* A loop over the lanes.  "unroll 1" keeps GCC from unrolling the short
+ * loop completely before its loop vectorizer runs (the unrolled statements
+ * are then often left scalar). */
+#define FOR_LANES(l) _Pragma("GCC unroll 1") for (int l = 0; l < L; l++)
+
+/* y = sqrt(x) on the lanes.  Explicit SIMD: GCC does not vectorize sqrt()
+ * under -fmath-errno (the default), and scalar square roots with their
+ * errno checks cost as much as the rest of the rotation. */
+static inline void lanes_sqrt(const double *x, double *y)
+{
+#if defined(__AVX512F__)
+  for (int l = 0; l < L; l += 8) _mm512_storeu_pd(y + l, _mm512_sqrt_pd(_mm512_loadu_pd(x + l)));
+#elif defined(__AVX__)
+  for (int l = 0; l < L; l += 4) _mm256_storeu_pd(y + l, _mm256_sqrt_pd(_mm256_loadu_pd(x + l)));
+#elif defined(__SSE2__)
+  for (int l = 0; l < L; l += 2) _mm_storeu_pd(y + l, _mm_sqrt_pd(_mm_loadu_pd(x + l)));
+#else
+  for (int l = 0; l < L; l++) y[l] = sqrt(x[l]);
+#endif
+}
+
+/* One Jacobi rotation in the (p, q) plane of every lane whose on[l] is set:
+ * apq is the off-diagonal entry it zeroes, arp and arq the two others
+ * (r the third index), V the eigenvectors (columns p and q change).
+ * The same rotation as jacobi_rotate() with theta = d/e, d = aqq - app,
+ * e = 2 apq, written without the division by e:
+ *   t = sgn(d) e / (|d| + sqrt(d^2 + e^2)),  c = 1/sqrt(1 + t^2),  s = t c,
+ *   app -= t apq,  aqq += t apq  (Numerical Recipes, section 11.1). */
+static inline __attribute__((always_inline)) void jacobi_rotate_lanes(const int *on, double *restrict app, double *restrict aqq, double *restrict apq,
+                                                                      double *restrict arp, double *restrict arq, double (*restrict V)[L], int p, int q)
+{
+  double d[L], e[L], r[L], t[L], c[L];
+  FOR_LANES(l)
+  {
+    d[l] = aqq[l] - app[l];
+    e[l] = on[l] ? 2.0 * apq[l] : 0.0; /* e = 0: no rotation (t = 0, c = 1) */
+    r[l] = d[l] * d[l] + e[l] * e[l];
+  }
+  lanes_sqrt(r, r);
+  FOR_LANES(l)
+  {
+    /* the denominator is only replaced to avoid 0/0 when e = d = 0 */
+    const double den = e[l] == 0.0 ? 1.0 : fabs(d[l]) + r[l];
+    t[l]             = (d[l] >= 0.0 ? e[l] : -e[l]) / den;
+    c[l]             = t[l] * t[l] + 1.0;
+  }
+  lanes_sqrt(c, c);
+  FOR_LANES(l)
+  {
+    const double cl = 1.0 / c[l], sl = t[l] * cl, tapq = t[l] * apq[l];
+    app[l] -= tapq;
+    aqq[l] += tapq;
+    apq[l] = on[l] ? 0.0 : apq[l];
+    const double rp = arp[l], rq = arq[l];
+    arp[l] = cl * rp - sl * rq;
+    arq[l] = sl * rp + cl * rq;
+    for (int k = 0; k < 3; k++) {
+      const double vkp = V[3 * k + p][l], vkq = V[3 * k + q][l];
+      V[3 * k + p][l] = cl * vkp - sl * vkq;
+      V[3 * k + q][l] = sl * vkp + cl * vkq;
+    }
+  }
+}
+
+void mpm_sym_eig3_lanes(const double A[6][L], double lam[3][L], double U[9][L])
+{
+  double a00[L], a11[L], a22[L], a01[L], a02[L], a12[L], tol[L];
+  int    on[L];
+  FOR_LANES(l)
+  {
+    a00[l] = A[0][l];
+    a11[l] = A[1][l];
+    a22[l] = A[2][l];
+    a01[l] = A[3][l];
+    a02[l] = A[4][l];
+    a12[l] = A[5][l];
+    tol[l] = 1e-17 * (fabs(a00[l]) + fabs(a11[l]) + fabs(a22[l]) + 1e-300);
+  }
+  for (int k = 0; k < 9; k++) FOR_LANES(l) U[k][l] = (k % 4 == 0);
+  /* The stopping test of sym_eig3, per lane: a converged lane takes no
+   * further rotations, so a lane's result does not depend on its
+   * neighbours; the sweeps end when every lane has converged. */
+  for (int sweep = 0; sweep < 12; sweep++) {
+    int any = 0;
+    FOR_LANES(l)
+    {
+      on[l] = fabs(a01[l]) + fabs(a02[l]) + fabs(a12[l]) > tol[l];
+      any |= on[l];
+    }
+    if (!any) break;
+    jacobi_rotate_lanes(on, a00, a11, a01, a02, a12, U, 0, 1); /* r = 2 */
+    jacobi_rotate_lanes(on, a00, a22, a02, a01, a12, U, 0, 2); /* r = 1 */
+    jacobi_rotate_lanes(on, a11, a22, a12, a01, a02, U, 1, 2); /* r = 0 */
+  }
+  FOR_LANES(l)
+  {
+    lam[0][l] = a00[l];
+    lam[1][l] = a11[l];
+    lam[2][l] = a22[l];
+  }
 }

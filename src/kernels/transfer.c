@@ -1,19 +1,46 @@
 /* Particle <-> grid transfers (Klar et al. 2016 sections 5.1, 5.3, 5.4, 6.2).
  *
- * The generic bodies are written once for any (dim, order) and forced
- * inline into four specialised entry points, so the compiler sees constant
- * trip counts and unrolls the stencil loops. */
+ * The generic bodies are written once for any (dim, order, dof) and forced
+ * inline into specialised entry points, so the compiler sees constant trip
+ * counts, unrolls the stencil loops and keeps the per-node vectors (dof
+ * doubles, 32 bytes for 3D APIC) in SIMD registers.
+ *
+ * Hierarchical factoring of the stencil sums
+ * ------------------------------------------
+ * The weights are tensor products, w = wx wy wz, and so are the weight
+ * gradient gw = (dwx wy wz, wx dwy wz, wx wy dwz) and the APIC moment
+ * w (x_i - x_p) = (wx dx) wy wz, ...  Every per-node quantity of a transfer
+ * is therefore a sum of a few terms fx(kx) fy(ky) fz(kz) V with a constant
+ * vector V, and the sums over the stencil factor axis by axis:
+ *   P2G: the node value is built from per-plane (kz) vectors, combined into
+ *        per-row (ky, kz) vectors, so a node costs 3 vector FMAs;
+ *   G2P: node values are summed along each row with 3 x-factors, the row
+ *        sums along each plane, the plane sums along z.
+ * This is the same arithmetic as the plain triple loop, only reassociated:
+ * the results agree to roundoff.
+ *
+ * 3D APIC (dof = 4: mass and momentum, 32 bytes per node) is the hot case:
+ * its bodies hold a node in one 4-wide vector (GCC/Clang vector extension,
+ * one AVX register), which the compiler does not reliably find on its own.
+ * 2D and FLIP use the same factoring on plain dof-loops. */
 #include <mpm/kernels.h>
 #include <mpm/transfer.h>
+#include <string.h>
+#if defined(__FMA__)
+#include <immintrin.h>
+#endif
 
 #define ALWAYS_INLINE static inline __attribute__((always_inline))
+#define MAX_DOF       (1 + 2 * MPM_MAX_DIM)
 
+/* Per-axis factors of the stencil of one particle. */
 typedef struct {
   int    base[3];
-  double w[3][MPM_MAX_STENCIL], dw[3][MPM_MAX_STENCIL], dx[3][MPM_MAX_STENCIL];
+  double w[3][MPM_MAX_STENCIL];   /* B-spline weight */
+  double dw[3][MPM_MAX_STENCIL];  /* its physical derivative d w / d x */
+  double wdx[3][MPM_MAX_STENCIL]; /* w (x_i - x_p) along the axis */
 } Stencil;
 
-/* Weights, physical weight gradients and node offsets x_i - x_p per axis. */
 ALWAYS_INLINE void stencil_eval(const MPMGridBox *g, int dim, int order, const double *xp, Stencil *s)
 {
   const double ih = 1.0 / g->h;
@@ -22,14 +49,14 @@ ALWAYS_INLINE void stencil_eval(const MPMGridBox *g, int dim, int order, const d
     mpm_bspline_weights(order, xr, &s->base[a], s->w[a], s->dw[a]);
     for (int k = 0; k <= order; k++) {
       s->dw[a][k] *= ih;
-      s->dx[a][k] = (s->base[a] + k - xr) * g->h;
+      s->wdx[a][k] = s->w[a][k] * ((s->base[a] + k - xr) * g->h);
     }
   }
-  if (dim == 2) {
-    s->base[2]  = 0;
-    s->w[2][0]  = 1.0;
-    s->dw[2][0] = 0.0;
-    s->dx[2][0] = 0.0;
+  if (dim == 2) { /* a single "node" along z with unit weight */
+    s->base[2]   = g->gs[2];
+    s->w[2][0]   = 1.0;
+    s->dw[2][0]  = 0.0;
+    s->wdx[2][0] = 0.0;
   }
 }
 
@@ -38,90 +65,138 @@ ALWAYS_INLINE long node_offset(const MPMGridBox *g, int i, int j, int k)
   return ((long)(k - g->gs[2]) * g->gn[1] + (j - g->gs[1])) * g->gn[0] + (i - g->gs[0]);
 }
 
-ALWAYS_INLINE void p2g_generic(int dim, int order, const MPMGridBox *g, const MPMParticleView *p, double dt, double *grid)
+/* y += a x on dof-vectors (the loops the compiler turns into SIMD code). */
+ALWAYS_INLINE void axpy(int n, double a, const double *restrict x, double *restrict y)
 {
-  const int S = order + 1, Sz = dim == 3 ? S : 1, dof = g->dof, split = dof > 1 + dim;
+  for (int c = 0; c < n; c++) y[c] += a * x[c];
+}
+
+/* P2G (K7, K9, K23).  A node receives
+ *   w m (v + C dx) - dt V0 tau gw  (momentum slots; FLIP keeps the force apart)
+ *   w m                           (mass slot)
+ * = w P0 + sum_b w dx_b P[b] - sum_b gw_b Q[b]
+ * with dof-vectors P0 = (m, m v), P[b] = (0, m C[:, b]) and Q[b] = (0, dt V0 tau[:, b]). */
+ALWAYS_INLINE void p2g_generic(const int dim, const int order, const int split, const MPMGridBox *g, const MPMParticleView *p, double dt,
+                               double *restrict grid)
+{
+  const int     S = order + 1, Sz = dim == 3 ? S : 1, dof = 1 + (split ? 2 : 1) * dim;
+  const int     fo = split ? 1 + dim : 1; /* first slot of the force term */
+  const double *restrict X = p->x, *restrict V = p->v, *restrict Cp = p->C, *restrict T = p->tau, *restrict M = p->m, *restrict V0 = p->V0;
+  const long    sy = (long)dof * g->gn[0], sz = sy * g->gn[1]; /* strides of a grid row and plane */
+
   for (int q = 0; q < p->n; q++) {
     Stencil      s;
-    double       mv[3], mC[9] = {0}, A[9];
-    const double m = p->m[q];
-    stencil_eval(g, dim, order, p->x + q * dim, &s);
-    for (int a = 0; a < dim; a++) mv[a] = m * p->v[q * dim + a];
-    if (p->C)
-      for (int a = 0; a < dim * dim; a++) mC[a] = m * p->C[q * dim * dim + a];
-    for (int a = 0; a < dim * dim; a++) A[a] = dt * p->V0[q] * p->tau[q * dim * dim + a];
-    for (int kz = 0; kz < Sz; kz++)
+    double       P0[MAX_DOF] = {0}, P[3][MAX_DOF] = {{0}}, Q[3][MAX_DOF] = {{0}};
+    const double m = M[q], dvt = dt * V0[q];
+    stencil_eval(g, dim, order, X + q * dim, &s);
+    P0[0] = m;
+    for (int a = 0; a < dim; a++) {
+      P0[1 + a] = m * V[q * dim + a];
+      for (int b = 0; b < dim; b++) {
+        if (Cp) P[b][1 + a] = m * Cp[q * dim * dim + a * dim + b];
+        Q[b][fo + a] = dvt * T[q * dim * dim + a * dim + b];
+      }
+    }
+    double *restrict origin = grid + dof * node_offset(g, s.base[0], s.base[1], s.base[2]);
+    for (int kz = 0; kz < Sz; kz++) {
+      /* factors of the plane: Za multiplies wx wy, Zp1 wx (wy dy), Zq1 -wx dwy, Zb (wx dx) wy, Zc -dwx wy */
+      double Za[MAX_DOF], Zp1[MAX_DOF], Zq1[MAX_DOF], Zb[MAX_DOF], Zc[MAX_DOF];
+      const double wz = s.w[2][kz];
+      for (int c = 0; c < dof; c++) {
+        Za[c]  = wz * P0[c];
+        Zp1[c] = wz * P[1][c];
+        Zq1[c] = wz * Q[1][c];
+        Zb[c]  = wz * P[0][c];
+        Zc[c]  = wz * Q[0][c];
+      }
+      if (dim == 3)
+        for (int c = 0; c < dof; c++) Za[c] += s.wdx[2][kz] * P[2][c] - s.dw[2][kz] * Q[2][c];
       for (int ky = 0; ky < S; ky++) {
-        const double wyz = s.w[1][ky] * s.w[2][kz];
-        double      *row = grid + dof * node_offset(g, s.base[0], s.base[1] + ky, s.base[2] + kz);
+        /* the row: node kx gets wx Ra + (wx dx) Rb - dwx Rc */
+        double       Ra[MAX_DOF], Rb[MAX_DOF], Rc[MAX_DOF];
+        const double wy = s.w[1][ky], wdy = s.wdx[1][ky], dwy = s.dw[1][ky];
+        for (int c = 0; c < dof; c++) {
+          Ra[c] = wy * Za[c] + wdy * Zp1[c] - dwy * Zq1[c];
+          Rb[c] = wy * Zb[c];
+          Rc[c] = wy * Zc[c];
+        }
+        double *restrict row = origin + kz * sz + ky * sy;
         for (int kx = 0; kx < S; kx++) {
-          const double w     = s.w[0][kx] * wyz;
-          const double gw[3] = {s.dw[0][kx] * wyz, s.w[0][kx] * s.dw[1][ky] * s.w[2][kz], s.w[0][kx] * s.w[1][ky] * s.dw[2][kz]};
-          const double dx[3] = {s.dx[0][kx], s.dx[1][ky], s.dx[2][kz]};
-          double      *node  = row + dof * kx;
-          node[0] += w * m;
-          for (int a = 0; a < dim; a++) {
-            double mom = mv[a], f = 0;
-            for (int b = 0; b < dim; b++) {
-              mom += mC[a * dim + b] * dx[b];
-              f += A[a * dim + b] * gw[b];
-            }
-            if (split) { /* FLIP keeps the force apart to recover v^n on the grid */
-              node[1 + a] += w * mom;
-              node[1 + dim + a] -= f;
-            } else node[1 + a] += w * mom - f;
-          }
+          const double wx = s.w[0][kx], wdx = s.wdx[0][kx], dwx = s.dw[0][kx];
+          double *restrict node = row + dof * kx;
+          for (int c = 0; c < dof; c++) node[c] += wx * Ra[c] + wdx * Rb[c] - dwx * Rc[c];
         }
       }
+    }
   }
 }
 
-ALWAYS_INLINE double g2p_generic(int dim, int order, const MPMGridBox *g, const double *grid, double dt, double flip, MPMParticleView *p)
+/* G2P (K11-K15).  With the node vectors n_i (mass, velocity[, old velocity])
+ *   v_p = sum w n_i,  B[:, b] = sum w dx_b n_i,  grad v[:, b] = sum gw_b n_i,
+ * each summed row by row, plane by plane. */
+ALWAYS_INLINE double g2p_generic(const int dim, const int order, const int split, const MPMGridBox *g, const double *restrict grid, double dt,
+                                 double flip, MPMParticleView *p)
 {
-  const int    S = order + 1, Sz = dim == 3 ? S : 1, dof = g->dof;
+  const int    S = order + 1, Sz = dim == 3 ? S : 1, dof = 1 + (split ? 2 : 1) * dim;
   const double dinv = mpm_apic_dinv(order, g->h);
+  const long   sy = (long)dof * g->gn[0], sz = sy * g->gn[1];
+  double *restrict X = p->x, *restrict V = p->v, *restrict Cp = p->C, *restrict Fp = p->Fe;
   double       vmax2 = 0;
+
   for (int q = 0; q < p->n; q++) {
     Stencil s;
-    double  vp[3] = {0}, vo[3] = {0}, B[9] = {0}, gv[9] = {0};
-    double *x = p->x + q * dim, *v = p->v + q * dim, *Fe = p->Fe + q * dim * dim;
+    /* totals: vp = sum w n, Bc[b] = sum w dx_b n, Gc[b] = sum gw_b n */
+    double vp[MAX_DOF] = {0}, Bc[3][MAX_DOF] = {{0}}, Gc[3][MAX_DOF] = {{0}};
+    double *restrict x = X + q * dim, *restrict v = V + q * dim, *restrict Fe = Fp + q * dim * dim;
     stencil_eval(g, dim, order, x, &s);
-    for (int kz = 0; kz < Sz; kz++)
+    const double *restrict origin = grid + dof * node_offset(g, s.base[0], s.base[1], s.base[2]);
+    for (int kz = 0; kz < Sz; kz++) {
+      /* plane sums: T0 = sum wy S0, T1 = sum wy S1, T2 = sum wy S2, T3 = sum (wy dy) S0, T4 = sum dwy S0 */
+      double T0[MAX_DOF] = {0}, T1[MAX_DOF] = {0}, T2[MAX_DOF] = {0}, T3[MAX_DOF] = {0}, T4[MAX_DOF] = {0};
       for (int ky = 0; ky < S; ky++) {
-        const double  wyz = s.w[1][ky] * s.w[2][kz];
-        const double *row = grid + dof * node_offset(g, s.base[0], s.base[1] + ky, s.base[2] + kz);
+        /* row sums: S0 = sum wx n, S1 = sum (wx dx) n, S2 = sum dwx n */
+        double S0[MAX_DOF] = {0}, S1[MAX_DOF] = {0}, S2[MAX_DOF] = {0};
+        const double *restrict row = origin + kz * sz + ky * sy;
         for (int kx = 0; kx < S; kx++) {
-          const double  w     = s.w[0][kx] * wyz;
-          const double  gw[3] = {s.dw[0][kx] * wyz, s.w[0][kx] * s.dw[1][ky] * s.w[2][kz], s.w[0][kx] * s.w[1][ky] * s.dw[2][kz]};
-          const double  dx[3] = {s.dx[0][kx], s.dx[1][ky], s.dx[2][kz]};
-          const double *node  = row + dof * kx;
-          for (int a = 0; a < dim; a++) {
-            const double vi = node[1 + a];
-            vp[a] += w * vi;
-            for (int b = 0; b < dim; b++) {
-              B[a * dim + b] += w * vi * dx[b];
-              gv[a * dim + b] += vi * gw[b];
-            }
-            if (flip >= 0) vo[a] += w * node[1 + dim + a];
-          }
+          const double *restrict node = row + dof * kx;
+          axpy(dof, s.w[0][kx], node, S0);
+          axpy(dof, s.wdx[0][kx], node, S1);
+          axpy(dof, s.dw[0][kx], node, S2);
         }
+        axpy(dof, s.w[1][ky], S0, T0);
+        axpy(dof, s.w[1][ky], S1, T1);
+        axpy(dof, s.w[1][ky], S2, T2);
+        axpy(dof, s.wdx[1][ky], S0, T3);
+        axpy(dof, s.dw[1][ky], S0, T4);
       }
+      axpy(dof, s.w[2][kz], T0, vp);
+      axpy(dof, s.w[2][kz], T1, Bc[0]);
+      axpy(dof, s.w[2][kz], T3, Bc[1]);
+      axpy(dof, s.w[2][kz], T2, Gc[0]);
+      axpy(dof, s.w[2][kz], T4, Gc[1]);
+      if (dim == 3) {
+        axpy(dof, s.wdx[2][kz], T0, Bc[2]);
+        axpy(dof, s.dw[2][kz], T0, Gc[2]);
+      }
+    }
     double sp2 = 0;
     for (int a = 0; a < dim; a++) {
-      const double vnew = flip < 0 ? vp[a] : flip * (v[a] + vp[a] - vo[a]) + (1.0 - flip) * vp[a];
-      x[a] += dt * vp[a]; /* (K13): nodes move with the grid velocity */
+      const double vg   = vp[1 + a];
+      const double vnew = flip < 0 ? vg : flip * (v[a] + vg - vp[1 + dim + a]) + (1.0 - flip) * vg;
+      x[a] += dt * vg; /* (K13): nodes move with the grid velocity */
       v[a] = vnew;
       sp2 += vnew * vnew;
     }
     if (sp2 > vmax2) vmax2 = sp2;
-    if (p->C)
-      for (int a = 0; a < dim * dim; a++) p->C[q * dim * dim + a] = flip < 0 ? B[a] * dinv : 0.0;
+    if (Cp)
+      for (int a = 0; a < dim; a++)
+        for (int b = 0; b < dim; b++) Cp[q * dim * dim + a * dim + b] = flip < 0 ? Bc[b][1 + a] * dinv : 0.0;
     /* (K14, K16): F_E <- (I + dt grad v) F_E */
     double Fn[9];
     for (int a = 0; a < dim; a++)
       for (int b = 0; b < dim; b++) {
         double t = Fe[a * dim + b];
-        for (int c = 0; c < dim; c++) t += dt * gv[a * dim + c] * Fe[c * dim + b];
+        for (int c = 0; c < dim; c++) t += dt * Gc[c][1 + a] * Fe[c * dim + b];
         Fn[a * dim + b] = t;
       }
     for (int a = 0; a < dim * dim; a++) Fe[a] = Fn[a];
@@ -129,18 +204,163 @@ ALWAYS_INLINE double g2p_generic(int dim, int order, const MPMGridBox *g, const 
   return vmax2;
 }
 
+/* ------------------------------------------------------------------------ */
+/* 3D APIC: one node = one 4-wide vector (mass, momentum or velocity)        */
+/* ------------------------------------------------------------------------ */
+typedef double vec4 __attribute__((vector_size(4 * sizeof(double))));
+#if defined(__GNUC__) && !defined(__AVX__)
+/* Without AVX (-DMPM_NATIVE=OFF) GCC warns that passing a vec4 by value has
+ * another ABI; the functions below are all inlined, no call passes one. */
+#pragma GCC diagnostic ignored "-Wpsabi"
+#endif
+
+ALWAYS_INLINE vec4 vec4_load(const double *p)
+{
+  vec4 v;
+  memcpy(&v, p, sizeof v); /* unaligned: the Vec array is only 16-byte aligned */
+  return v;
+}
+ALWAYS_INLINE void vec4_store(double *p, vec4 v) { memcpy(p, &v, sizeof v); }
+ALWAYS_INLINE vec4 vec4_set1(double a) { return (vec4){a, a, a, a}; }
+
+/* y + a x with a scalar a, fused on CPUs with FMA.  The build is ISO C
+ * (-std=c11), under which GCC does not contract a*b + c by itself. */
+ALWAYS_INLINE vec4 vec4_madd(double a, vec4 x, vec4 y)
+{
+#if defined(__FMA__)
+  return _mm256_fmadd_pd(_mm256_set1_pd(a), x, y);
+#else
+  return vec4_set1(a) * x + y;
+#endif
+}
+
+/* p2g_generic(3, order, 0, ...) with vec4 node values. */
+ALWAYS_INLINE void p2g_3d_vec4(const int order, const MPMGridBox *g, const MPMParticleView *p, double dt, double *restrict grid)
+{
+  const int     S = order + 1;
+  const double *restrict X = p->x, *restrict V = p->v, *restrict Cp = p->C, *restrict T = p->tau, *restrict M = p->m, *restrict V0 = p->V0;
+  const long    sy = 4L * g->gn[0], sz = sy * g->gn[1];
+  const vec4    zero = {0};
+
+  for (int q = 0; q < p->n; q++) {
+    Stencil       s;
+    const double  m = M[q], dvt = dt * V0[q];
+    const double *restrict v = V + 3 * q, *restrict tau = T + 9 * q;
+    vec4          P[3] = {{0}}, Q[3];
+    const vec4    P0 = {m, m * v[0], m * v[1], m * v[2]};
+    stencil_eval(g, 3, order, X + 3 * q, &s);
+    for (int b = 0; b < 3; b++) {
+      if (Cp) P[b] = (vec4){0, m * Cp[9 * q + b], m * Cp[9 * q + 3 + b], m * Cp[9 * q + 6 + b]};
+      Q[b] = (vec4){0, dvt * tau[b], dvt * tau[3 + b], dvt * tau[6 + b]};
+    }
+    double *restrict origin = grid + 4 * node_offset(g, s.base[0], s.base[1], s.base[2]);
+    for (int kz = 0; kz < S; kz++) {
+      const double wz = s.w[2][kz];
+      const vec4   Za = vec4_madd(wz, P0, vec4_madd(s.wdx[2][kz], P[2], vec4_madd(-s.dw[2][kz], Q[2], zero)));
+      const vec4   Zp1 = vec4_madd(wz, P[1], zero), Zq1 = vec4_madd(wz, Q[1], zero), Zb = vec4_madd(wz, P[0], zero), Zc = vec4_madd(wz, Q[0], zero);
+      for (int ky = 0; ky < S; ky++) {
+        const double wy = s.w[1][ky];
+        const vec4   Ra = vec4_madd(wy, Za, vec4_madd(s.wdx[1][ky], Zp1, vec4_madd(-s.dw[1][ky], Zq1, zero)));
+        const vec4   Rb = vec4_madd(wy, Zb, zero), Rc = vec4_madd(wy, Zc, zero);
+        double *restrict row = origin + kz * sz + ky * sy;
+        for (int kx = 0; kx < S; kx++) {
+          double *restrict node = row + 4 * kx;
+          vec4_store(node, vec4_madd(s.w[0][kx], Ra, vec4_madd(s.wdx[0][kx], Rb, vec4_madd(-s.dw[0][kx], Rc, vec4_load(node)))));
+        }
+      }
+    }
+  }
+}
+
+/* g2p_generic(3, order, 0, ...) for APIC (flip < 0) with vec4 node values. */
+ALWAYS_INLINE double g2p_3d_vec4(const int order, const MPMGridBox *g, const double *restrict grid, double dt, MPMParticleView *p)
+{
+  const int    S = order + 1;
+  const double dinv = mpm_apic_dinv(order, g->h);
+  const long   sy = 4L * g->gn[0], sz = sy * g->gn[1];
+  double *restrict X = p->x, *restrict V = p->v, *restrict Cp = p->C, *restrict Fp = p->Fe;
+  double       vmax2 = 0;
+
+  for (int q = 0; q < p->n; q++) {
+    Stencil s;
+    double *restrict x = X + 3 * q, *restrict v = V + 3 * q, *restrict Fe = Fp + 9 * q;
+    vec4 vp = {0}, B[3] = {{0}}, G[3] = {{0}};
+    stencil_eval(g, 3, order, x, &s);
+    const double *restrict origin = grid + 4 * node_offset(g, s.base[0], s.base[1], s.base[2]);
+    for (int kz = 0; kz < S; kz++) {
+      vec4 T0 = {0}, T1 = {0}, T2 = {0}, T3 = {0}, T4 = {0};
+      for (int ky = 0; ky < S; ky++) {
+        vec4 S0 = {0}, S1 = {0}, S2 = {0};
+        const double *restrict row = origin + kz * sz + ky * sy;
+        for (int kx = 0; kx < S; kx++) {
+          const vec4 n = vec4_load(row + 4 * kx);
+          S0           = vec4_madd(s.w[0][kx], n, S0);
+          S1           = vec4_madd(s.wdx[0][kx], n, S1);
+          S2           = vec4_madd(s.dw[0][kx], n, S2);
+        }
+        T0 = vec4_madd(s.w[1][ky], S0, T0);
+        T1 = vec4_madd(s.w[1][ky], S1, T1);
+        T2 = vec4_madd(s.w[1][ky], S2, T2);
+        T3 = vec4_madd(s.wdx[1][ky], S0, T3);
+        T4 = vec4_madd(s.dw[1][ky], S0, T4);
+      }
+      vp   = vec4_madd(s.w[2][kz], T0, vp);
+      B[0] = vec4_madd(s.w[2][kz], T1, B[0]);
+      B[1] = vec4_madd(s.w[2][kz], T3, B[1]);
+      B[2] = vec4_madd(s.wdx[2][kz], T0, B[2]);
+      G[0] = vec4_madd(s.w[2][kz], T2, G[0]);
+      G[1] = vec4_madd(s.w[2][kz], T4, G[1]);
+      G[2] = vec4_madd(s.dw[2][kz], T0, G[2]);
+    }
+    double sp2 = 0;
+    for (int a = 0; a < 3; a++) {
+      x[a] += dt * vp[1 + a]; /* (K13): nodes move with the grid velocity */
+      v[a] = vp[1 + a];
+      sp2 += vp[1 + a] * vp[1 + a];
+    }
+    if (sp2 > vmax2) vmax2 = sp2;
+    if (Cp)
+      for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++) Cp[9 * q + 3 * a + b] = B[b][1 + a] * dinv;
+    /* (K14, K16): F_E <- (I + dt grad v) F_E */
+    double Fn[9];
+    for (int a = 0; a < 3; a++)
+      for (int b = 0; b < 3; b++) {
+        double t = Fe[3 * a + b];
+        for (int c = 0; c < 3; c++) t += dt * G[c][1 + a] * Fe[3 * c + b];
+        Fn[3 * a + b] = t;
+      }
+    for (int a = 0; a < 9; a++) Fe[a] = Fn[a];
+  }
+  return vmax2;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The dispatch: (dim, order, FLIP split) become compile-time constants.     */
+/* ------------------------------------------------------------------------ */
 void mpm_p2g(const MPMGridBox *g, const MPMParticleView *p, double dt, double *grid)
 {
-  if (g->dim == 2 && g->order == 2) p2g_generic(2, 2, g, p, dt, grid);
-  else if (g->dim == 2) p2g_generic(2, 3, g, p, dt, grid);
-  else if (g->order == 2) p2g_generic(3, 2, g, p, dt, grid);
-  else p2g_generic(3, 3, g, p, dt, grid);
+  const int split = g->dof > 1 + g->dim;
+  if (g->dim == 3 && !split) {
+    if (g->order == 2) p2g_3d_vec4(2, g, p, dt, grid);
+    else p2g_3d_vec4(3, g, p, dt, grid);
+  } else if (g->dim == 3) {
+    if (g->order == 2) p2g_generic(3, 2, 1, g, p, dt, grid);
+    else p2g_generic(3, 3, 1, g, p, dt, grid);
+  } else if (g->order == 2) {
+    if (split) p2g_generic(2, 2, 1, g, p, dt, grid);
+    else p2g_generic(2, 2, 0, g, p, dt, grid);
+  } else {
+    if (split) p2g_generic(2, 3, 1, g, p, dt, grid);
+    else p2g_generic(2, 3, 0, g, p, dt, grid);
+  }
 }
 
 double mpm_g2p(const MPMGridBox *g, const double *grid, double dt, double flip, MPMParticleView *p)
 {
-  if (g->dim == 2 && g->order == 2) return g2p_generic(2, 2, g, grid, dt, flip, p);
-  if (g->dim == 2) return g2p_generic(2, 3, g, grid, dt, flip, p);
-  if (g->order == 2) return g2p_generic(3, 2, g, grid, dt, flip, p);
-  return g2p_generic(3, 3, g, grid, dt, flip, p);
+  const int split = g->dof > 1 + g->dim;
+  if (g->dim == 3 && !split && flip < 0) return g->order == 2 ? g2p_3d_vec4(2, g, grid, dt, p) : g2p_3d_vec4(3, g, grid, dt, p);
+  if (g->dim == 3) return g->order == 2 ? g2p_generic(3, 2, 1, g, grid, dt, flip, p) : g2p_generic(3, 3, 1, g, grid, dt, flip, p);
+  if (g->order == 2) return split ? g2p_generic(2, 2, 1, g, grid, dt, flip, p) : g2p_generic(2, 2, 0, g, grid, dt, flip, p);
+  return split ? g2p_generic(2, 3, 1, g, grid, dt, flip, p) : g2p_generic(2, 3, 0, g, grid, dt, flip, p);
 }

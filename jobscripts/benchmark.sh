@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# The 3D performance benchmark: inputs/bench_3d.yaml (1,000,000 particles of
+# Drucker-Prager sand, quadratic B-splines, APIC, double precision) run for a
+# fixed number of steps on 1 and 2 ranks.  For each run it prints the rank
+# count, particles, steps, particle-steps per second in total and per core,
+# the particle state in bytes per particle and the peak resident memory
+# summed over the ranks (all from the run's summary.json), then the speed-up
+# of every multi-rank run over the 1-rank run.  See docs/performance.md.
+#
+# Knobs (environment):
+#   MPM_BUILD_DIR      build directory with granular-mpm (default <repo>/build)
+#   MPM_BENCH_STEPS    time steps per run (default 30)
+#   MPM_BENCH_RANKS    rank counts, space separated (default "1 2")
+#   MPM_BENCH_OPTIONS  extra solver options (default none)
+#   MPM_BENCH_OUT      directory for the runs' output (default: a temporary
+#                      directory, deleted at exit)
+#   MPM_BENCH_LOG_VIEW=1  also print the per-phase times of -log_view
+#
+# The deck cuts the slabs along z (slab_axis: z): the sand block fills only
+# x < 0.4 m, so slabs along the default longest axis (x) would leave the
+# second rank empty.  Cut along z the block splits 52/48.
+#
+# Timings need an otherwise idle machine: one rank per core, nothing else
+# running (check with `uptime`).
+set -euo pipefail
+
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+build=${MPM_BUILD_DIR:-$root/build}
+case "$build" in /*) ;; *) build=$root/$build ;; esac # relative to the repository root
+steps=${MPM_BENCH_STEPS:-30}
+read -r -a ranks <<<"${MPM_BENCH_RANKS:-1 2}"
+read -r -a options <<<"${MPM_BENCH_OPTIONS:-}"
+exe=$build/granular-mpm
+python=/usr/bin/python3
+
+[ -x "$exe" ] || { echo "benchmark: $exe not found; build first (jobscripts/quickstart.sh build) or set MPM_BUILD_DIR" >&2; exit 1; }
+if [ -n "${MPM_BENCH_OUT:-}" ]; then
+  out=$MPM_BENCH_OUT
+  mkdir -p "$out"
+else
+  out=$(mktemp -d)
+  trap 'rm -rf "$out"' EXIT
+fi
+
+# Open MPI refuses to run as root without these.
+if [ "$(id -u)" = 0 ]; then
+  export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+
+echo "benchmark: $exe, inputs/bench_3d.yaml, $steps steps, ranks: ${ranks[*]}, options: ${options[*]:-none}"
+for n in "${ranks[@]}"; do
+  dir=$out/ranks$n
+  rm -rf "$dir"
+  mpiexec -n "$n" "$exe" -options_file_yaml "$root/inputs/bench_3d.yaml" -output_dir "$dir" -max_steps "$steps" ${options[@]+"${options[@]}"} -log_view \
+    >"$out/ranks$n.log" 2>&1 || { echo "benchmark: the $n-rank run failed:" >&2; tail -20 "$out/ranks$n.log" >&2; exit 1; }
+  if [ "${MPM_BENCH_LOG_VIEW:-0}" = 1 ]; then
+    echo "-- $n rank(s), -log_view events (time: max over ranks):"
+    grep -E '^MPM' "$out/ranks$n.log" | awk -v steps="$steps" '{printf "   %-18s %4d calls %9.3f s %9.1f ms/step\n", $1, $2, $4, 1000 * $4 / steps}'
+  fi
+done
+
+"$python" - "$out" "${ranks[@]}" <<'EOF'
+import json, os, sys
+
+out, ranks = sys.argv[1], [int(r) for r in sys.argv[2:]]
+rows = {}
+print("%6s %10s %6s %16s %16s %12s %15s" % ("ranks", "particles", "steps", "p-steps/s total", "p-steps/s/core", "bytes/part", "peak RSS [MiB]"))
+for n in ranks:
+    with open(os.path.join(out, "ranks%d" % n, "summary.json")) as f:
+        s = json.load(f)
+    rate = s["particle_steps_per_second"]
+    rows[n] = rate
+    print("%6d %10d %6d %16.4g %16.4g %12d %15.1f" % (n, s["particles"], s["steps"], rate, rate / n, s["state_bytes_per_particle"], s["peak_rss_bytes_total"] / 2**20))
+if 1 in rows:
+    for n in ranks:
+        if n != 1:
+            print("speed-up on %d ranks: %.2fx (parallel efficiency %.0f%%)" % (n, rows[n] / rows[1], 100 * rows[n] / rows[1] / n))
+EOF
