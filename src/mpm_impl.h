@@ -251,6 +251,7 @@ PetscErrorCode MPMGlobalStepReduce(MPI_Comm comm, MPMStepReduction *red);
 PetscErrorCode MPMGlobalSum(MPI_Comm comm, double *buf, PetscInt n);
 PetscErrorCode MPMGlobalMax(MPI_Comm comm, double *buf, PetscInt n);
 PetscErrorCode MPMGlobalOffset(MPI_Comm comm, int64_t local, int64_t *offset, int64_t *total);
+PetscErrorCode MPMAllGatherInt64(MPI_Comm comm, int64_t value, int64_t *all);
 PetscErrorCode MPMBarrier(MPI_Comm comm);
 PetscErrorCode MPMBroadcastInt(MPI_Comm comm, int *value);
 

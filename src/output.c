@@ -339,6 +339,20 @@ PetscErrorCode MPMOutputHistory(MPMSim sim, const MPMDiagnostics *d)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* "n0, n1, ..." : the final particle count of every rank (load balance). */
+static PetscErrorCode PerRankCounts(MPMSim sim, char *buf, size_t len)
+{
+  int64_t *all;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscMalloc1(sim->size, &all));
+  PetscCall(MPMAllGatherInt64(sim->comm, sim->p.n, all));
+  buf[0] = 0;
+  for (PetscMPIInt r = 0; r < sim->size && strlen(buf) + 24 < len; r++) snprintf(buf + strlen(buf), len - strlen(buf), "%s%lld", r ? ", " : "", (long long)all[r]);
+  PetscCall(PetscFree(all));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static double PeakRSSBytes(void)
 {
   struct rusage ru;
@@ -350,7 +364,7 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
 {
   MPMDiagnostics d;
   double         rss[2] = {PeakRSSBytes(), 0}, rss_sum, wall;
-  char           text[8192], path[PETSC_MAX_PATH_LEN];
+  char           text[8192], path[PETSC_MAX_PATH_LEN], counts[4096];
   PetscLogDouble now;
 
   PetscFunctionBeginUser;
@@ -360,6 +374,7 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
   PetscCall(MPMGlobalMax(sim->comm, rss, 1));
   PetscCall(PetscTime(&now));
   wall = now - sim->wall_start;
+  PetscCall(PerRankCounts(sim, counts, sizeof(counts)));
   const double psteps = sim->particle_steps, rate = sim->wall_steps > 0 ? psteps / sim->wall_steps : 0;
   PetscCall(PetscSNPrintf(text, sizeof(text),
                           "{\n  \"version\": \"%s\",\n  \"ranks\": %d,\n  \"dim\": %" PetscInt_FMT ",\n  \"particles\": %lld,\n  \"particles_deleted\": %lld,\n"
@@ -367,10 +382,10 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
                           "  \"total_mass\": %.15g,\n  \"total_momentum\": [%.15g, %.15g, %.15g],\n  \"kinetic_energy\": %.15g,\n  \"elastic_energy\": %.15g,\n"
                           "  \"wall_seconds\": %.6g,\n  \"wall_seconds_stepping\": %.6g,\n  \"particle_steps\": %.6g,\n  \"particle_steps_per_second\": %.6g,\n"
                           "  \"particle_steps_per_second_per_rank\": %.6g,\n  \"state_bytes_per_particle\": %zu,\n  \"peak_rss_bytes_max_rank\": %.6g,\n"
-                          "  \"peak_rss_bytes_total\": %.6g,\n  \"output_frames\": %" PetscInt_FMT "\n}\n",
+                          "  \"peak_rss_bytes_total\": %.6g,\n  \"output_frames\": %" PetscInt_FMT ",\n  \"particles_per_rank\": [%s]\n}\n",
                           MPMVersion(), sim->size, sim->dim, (long long)d.n, (long long)sim->n_deleted, (long long)sim->n_emitted, sim->step, sim->t,
                           sim->step ? sim->dt_lo : 0.0, sim->step ? sim->dt_hi : 0.0, d.mass, d.mom[0], d.mom[1], d.mom[2], d.ke, d.ee, wall, sim->wall_steps, psteps,
-                          rate, rate / sim->size, sim->p.bytes, rss[0], rss_sum, sim->frame));
+                          rate, rate / sim->size, sim->p.bytes, rss[0], rss_sum, sim->frame, counts));
   if (sim->rank == 0) {
     PetscCall(PetscSNPrintf(path, sizeof(path), "%s/summary.json", sim->outdir));
     PetscCall(WriteFileAtomic(path, text));

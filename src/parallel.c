@@ -5,7 +5,7 @@
  *   MPMMigrate           particles that left the slab move to their owner
  *   MPMGlobalStepReduce  the one reduction per step: time step, particle
  *                        count, particles that left the domain
- *   MPMGlobalSum/Max/Offset, MPMBarrier, MPMBroadcastInt: bookkeeping at
+ *   MPMGlobalSum/Max/Offset, MPMAllGatherInt64, MPMBarrier, MPMBroadcastInt: bookkeeping at
  *                        set-up and output time
  *
  * Ghost exchange uses the DMDA's scatters (PETSc does the MPI); migration
@@ -189,6 +189,14 @@ PetscErrorCode MPMGlobalOffset(MPI_Comm comm, int64_t local, int64_t *offset, in
   PetscCallMPI(MPI_Exscan(&local, offset, 1, MPI_INT64_T, MPI_SUM, comm));
   if (rank == 0) *offset = 0; /* MPI_Exscan leaves rank 0's result undefined */
   PetscCallMPI(MPI_Allreduce(&local, total, 1, MPI_INT64_T, MPI_SUM, comm));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* all[r] = value on rank r, on every rank (all has the communicator's size). */
+PetscErrorCode MPMAllGatherInt64(MPI_Comm comm, int64_t value, int64_t *all)
+{
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Allgather(&value, 1, MPI_INT64_T, all, 1, MPI_INT64_T, comm));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
