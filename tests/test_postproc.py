@@ -1,0 +1,28 @@
+"""The post-processing scripts: each answers -h, and each produces its
+numbers and plot from a real run (column collapse and history on a short
+2D run; the pile script on the same deposit)."""
+import json
+import os
+import subprocess
+import mpmtest as T
+
+PY = "/usr/bin/python3"
+c = T.Checks("post-processing scripts")
+scripts = ["column_collapse.py", "sand_pile.py", "history_plot.py"]
+for s in scripts:
+    p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", s), "-h"], capture_output=True, text=True)
+    c.true("%s -h" % s, p.returncode == 0 and "usage" in p.stdout.lower(), p.stderr[-200:])
+
+out = T.outdir("postproc")
+T.run_deck("column_collapse_2d.yaml", 2, out, "-dx", "0.00625", "-t_end", "0.3", "-output_dt", "0.1", "-history_interval", "50")
+p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", "column_collapse.py"), out], capture_output=True, text=True)
+res = json.load(open(os.path.join(out, "column_collapse.json")))
+c.true("column_collapse.py report and json", p.returncode == 0 and "Lube 2005" in p.stdout and res["aspect_ratio"] == 2.0, p.stderr[-300:])
+c.within("column_collapse.py: front has moved by t = 0.3 s (runout/L0)", res["runout"], 0.2, 5.0)
+p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", "history_plot.py"), out], capture_output=True, text=True)
+c.true("history_plot.py writes history.png", p.returncode == 0 and os.path.getsize(os.path.join(out, "history.png")) > 10000, p.stderr[-300:])
+c.true("history_plot.py reports zero mass drift", "mass drift 0," in p.stdout, p.stdout.strip())
+p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", "sand_pile.py"), out], capture_output=True, text=True)
+pile = json.load(open(os.path.join(out, "sand_pile.json")))
+c.true("sand_pile.py fits a flank", p.returncode == 0 and pile["fit_points"] >= 3 and 0 < pile["slope_angle"] < 90, p.stdout.strip()[:200])
+c.done()
