@@ -208,21 +208,17 @@ static PetscErrorCode ObjectSetUp(MPMSim sim, MPMCollider *o, const char *name)
 
 PetscErrorCode MPMCollidersSetUp(MPMSim sim)
 {
-  char     *names[64];
-  PetscInt  n = 64;
+  char    *names[MPM_MAX_NAMES];
+  PetscInt n;
 
   PetscFunctionBeginUser;
-  PetscOptionsBegin(sim->comm, NULL, "Collision objects", NULL);
-  PetscCall(PetscOptionsStringArray("-objects", "Names of the collision objects; each reads options -<name>_*", NULL, names, &n, NULL));
-  PetscOptionsEnd();
+  PetscCall(MPMOptionsGetNames(sim->comm, "Collision objects", "-objects", "Names of the collision objects; each reads options -<name>_*", names, &n));
   sim->nwalls = 2 * sim->dim;
   sim->nobj   = sim->nwalls + n;
   PetscCall(PetscCalloc1(sim->nobj, &sim->obj));
   PetscCall(WallsSetUp(sim));
-  for (PetscInt i = 0; i < n; i++) {
-    PetscCall(ObjectSetUp(sim, &sim->obj[sim->nwalls + i], names[i]));
-    PetscCall(PetscFree(names[i]));
-  }
+  for (PetscInt i = 0; i < n; i++) PetscCall(ObjectSetUp(sim, &sim->obj[sim->nwalls + i], names[i]));
+  PetscCall(MPMOptionsFreeNames(names, n));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

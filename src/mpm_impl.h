@@ -18,7 +18,11 @@
 #include <mpm/kernels.h>
 #include <mpm/transfer.h>
 
-#define MPM_NAME_LEN 64
+#define MPM_NAME_LEN  64
+#define MPM_MAX_NAMES 256 /* entries of one list option (-materials, -regions, ...) */
+
+PetscErrorCode MPMOptionsGetNames(MPI_Comm comm, const char *title, const char *opt, const char *help, char **names, PetscInt *n);
+PetscErrorCode MPMOptionsFreeNames(char **names, PetscInt n);
 
 /* ---------------------------------------------------------------- events */
 extern PetscLogEvent MPM_EVENT_P2G, MPM_EVENT_GRID_UPDATE, MPM_EVENT_G2P, MPM_EVENT_CONSTITUTIVE, MPM_EVENT_MIGRATE,

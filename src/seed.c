@@ -101,19 +101,15 @@ static PetscErrorCode RegionSetUp(MPMSim sim, PetscInt r, const char *name)
 
 PetscErrorCode MPMRegionsSetUp(MPMSim sim)
 {
-  char    *names[64];
-  PetscInt n = 64;
+  char    *names[MPM_MAX_NAMES];
+  PetscInt n;
 
   PetscFunctionBeginUser;
-  PetscOptionsBegin(sim->comm, NULL, "Initial particles", NULL);
-  PetscCall(PetscOptionsStringArray("-regions", "Names of the seeded regions (earlier ones win where they overlap); each reads -<name>_*", NULL, names, &n, NULL));
-  PetscOptionsEnd();
+  PetscCall(MPMOptionsGetNames(sim->comm, "Initial particles", "-regions", "Names of the seeded regions (earlier ones win where they overlap); each reads -<name>_*", names, &n));
   sim->nreg = n;
   PetscCall(PetscCalloc1(PetscMax(n, 1), &sim->reg));
-  for (PetscInt r = 0; r < n; r++) {
-    PetscCall(RegionSetUp(sim, r, names[r]));
-    PetscCall(PetscFree(names[r]));
-  }
+  for (PetscInt r = 0; r < n; r++) PetscCall(RegionSetUp(sim, r, names[r]));
+  PetscCall(MPMOptionsFreeNames(names, n));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -310,19 +306,15 @@ static PetscErrorCode EmitterSetUp(MPMSim sim, PetscInt e, const char *name)
 
 PetscErrorCode MPMEmittersSetUp(MPMSim sim)
 {
-  char    *names[64];
-  PetscInt n = 64;
+  char    *names[MPM_MAX_NAMES];
+  PetscInt n;
 
   PetscFunctionBeginUser;
-  PetscOptionsBegin(sim->comm, NULL, "Inflow", NULL);
-  PetscCall(PetscOptionsStringArray("-emitters", "Names of the inflow emitters; each reads -<name>_*", NULL, names, &n, NULL));
-  PetscOptionsEnd();
+  PetscCall(MPMOptionsGetNames(sim->comm, "Inflow", "-emitters", "Names of the inflow emitters; each reads -<name>_*", names, &n));
   sim->nem = n;
   PetscCall(PetscCalloc1(PetscMax(n, 1), &sim->em));
-  for (PetscInt e = 0; e < n; e++) {
-    PetscCall(EmitterSetUp(sim, e, names[e]));
-    PetscCall(PetscFree(names[e]));
-  }
+  for (PetscInt e = 0; e < n; e++) PetscCall(EmitterSetUp(sim, e, names[e]));
+  PetscCall(MPMOptionsFreeNames(names, n));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

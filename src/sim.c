@@ -93,22 +93,39 @@ static PetscErrorCode CheckRunOptions(MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The comma-separated instance names of a list option (-materials,
+ * -regions, -objects, -emitters): *n names in names[], to be freed with
+ * MPMOptionsFreeNames().  Too many names is an error, not a truncation. */
+PetscErrorCode MPMOptionsGetNames(MPI_Comm comm, const char *title, const char *opt, const char *help, char **names, PetscInt *n)
+{
+  PetscFunctionBeginUser;
+  *n = MPM_MAX_NAMES;
+  PetscOptionsBegin(comm, NULL, title, NULL);
+  PetscCall(PetscOptionsStringArray(opt, help, NULL, names, n, NULL));
+  PetscOptionsEnd();
+  PetscCheck(*n < MPM_MAX_NAMES, comm, PETSC_ERR_USER_INPUT, "%s lists %d or more names; at most %d are supported", opt, MPM_MAX_NAMES, MPM_MAX_NAMES - 1);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMOptionsFreeNames(char **names, PetscInt n)
+{
+  PetscFunctionBeginUser;
+  for (PetscInt i = 0; i < n; i++) PetscCall(PetscFree(names[i]));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode MaterialsSetUp(MPMSim sim)
 {
-  char    *names[64];
-  PetscInt n = 64;
+  char    *names[MPM_MAX_NAMES];
+  PetscInt n;
 
   PetscFunctionBeginUser;
-  PetscOptionsBegin(sim->comm, NULL, "Materials", NULL);
-  PetscCall(PetscOptionsStringArray("-materials", "Names of the materials; each reads -<name>_type and -<name>_*", NULL, names, &n, NULL));
-  PetscOptionsEnd();
+  PetscCall(MPMOptionsGetNames(sim->comm, "Materials", "-materials", "Names of the materials; each reads -<name>_type and -<name>_*", names, &n));
   PetscCheck(n > 0 || sim->help, sim->comm, PETSC_ERR_USER_INPUT, "-materials is required: a comma-separated list of material names, e.g. -materials sand");
   sim->nmat = n;
   PetscCall(PetscCalloc1(PetscMax(n, 1), &sim->mat));
-  for (PetscInt m = 0; m < n; m++) {
-    PetscCall(MPMMaterialSetUp(sim->comm, sim->dim, names[m], &sim->mat[m]));
-    PetscCall(PetscFree(names[m]));
-  }
+  for (PetscInt m = 0; m < n; m++) PetscCall(MPMMaterialSetUp(sim->comm, sim->dim, names[m], &sim->mat[m]));
+  PetscCall(MPMOptionsFreeNames(names, n));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
