@@ -1338,6 +1338,66 @@ static void test_collide(int d)
 }
 
 /* ======================================================================== */
+/* The vectorized batch update (mpm_dp_update_n, 16 particles per lane
+ * group, its own log/exp) must agree with the scalar reference
+ * mpm_dp_update particle by particle: same case, same F_E, q, Jp and stress
+ * to roundoff, for every combination of hardening, cohesion and cone, and
+ * for a batch length that is not a multiple of the lane count. */
+static void test_dp_batch(void)
+{
+  enum { N = 203 };
+  for (int variant = 0; variant < 4; variant++) {
+    MPMDruckerPragerParams p;
+    memset(&p, 0, sizeof p);
+    p.dim = 3;
+    mpm_lame(1e6, 0.3, &p.mu, &p.lambda);
+    p.h0       = (variant & 1 ? 35.0 : 30.0) * M_PI / 180;
+    p.h1       = variant & 1 ? 9.0 * M_PI / 180 : 0;
+    p.h2       = variant & 1 ? 0.2 : 0;
+    p.h3       = variant & 1 ? 10.0 * M_PI / 180 : 0;
+    p.cohesion = variant & 2 ? 2e3 : 0;
+    p.cone     = variant & 2 ? MPM_CONE_PLANE_STRAIN : MPM_CONE_COMPRESSION;
+    mpm_dp_setup(&p);
+    static double F1[N * 9], F2[N * 9], q1[N], q2[N], J1[N], J2[N], t1[N * 9], t2[N * 9];
+    static uint8_t c1[N], c2[N];
+    for (int i = 0; i < N; i++) {
+      double R1[9], R2[9], sv[3], M[9];
+      random_rotation(3, R1);
+      random_rotation(3, R2);
+      const double vol = urange(-0.02, 0.01); /* compression and expansion */
+      for (int k = 0; k < 3; k++) sv[k] = exp(vol / 3 + urange(-0.03, 0.03));
+      rot_diag_rot(3, R1, sv, R2, M);
+      memcpy(F1 + 9 * i, M, sizeof M);
+      q1[i] = urange(0, 3);
+      J1[i] = urange(0.9, 1.1);
+    }
+    memcpy(F2, F1, sizeof F1);
+    memcpy(q2, q1, sizeof q1);
+    memcpy(J2, J1, sizeof J1);
+    int cases[3] = {0, 0, 0}, same = 1;
+    double eF = 0, eq = 0, eJ = 0, et = 0, tscale = 0;
+    for (int i = 0; i < N; i++) {
+      c1[i] = (uint8_t)mpm_dp_update(&p, F1 + 9 * i, q1 + i, J1 + i, t1 + 9 * i);
+      cases[c1[i]]++;
+    }
+    mpm_dp_update_n(&p, N, F2, q2, J2, t2, c2);
+    for (int i = 0; i < N; i++) {
+      same &= c1[i] == c2[i];
+      eF = fmax(eF, maxdiff(9, F1 + 9 * i, F2 + 9 * i));
+      eq = fmax(eq, fabs(q1[i] - q2[i]));
+      eJ = fmax(eJ, fabs(J1[i] - J2[i]));
+      et = fmax(et, maxdiff(9, t1 + 9 * i, t2 + 9 * i));
+      tscale = fmax(tscale, maxabs(9, t1 + 9 * i));
+    }
+    CHECK(same, 1, 0, "DP batch variant %d: same case for all %d particles (I %d, II %d, III %d)", variant, N, cases[0], cases[1], cases[2]);
+    CHECK(cases[0] > 0 && cases[1] > 0 && cases[2] > 0, 1, 0, "DP batch variant %d: all three cases occur", variant);
+    CHECK(eF, 0, 1e-13, "DP batch variant %d: max |F_E batch - scalar|", variant);
+    CHECK(eq, 0, 1e-13, "DP batch variant %d: max |q batch - scalar|", variant);
+    CHECK(eJ, 0, 1e-13, "DP batch variant %d: max |Jp batch - scalar|", variant);
+    CHECK(et / tscale, 0, 1e-11, "DP batch variant %d: max |tau batch - scalar| / max |tau|", variant);
+  }
+}
+
 int main(void)
 {
   printf("%-74s %-20s %-20s %-7s %s\n", "check", "value", "expected", "tol", "result");
@@ -1362,6 +1422,7 @@ int main(void)
     test_dp_sweep(dim);
   }
   test_dp_mohr_coulomb();
+  test_dp_batch();
 
   section("5. Hyperelastic stress = d psi / d F");
   for (int dim = 2; dim <= 3; dim++) {
