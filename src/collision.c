@@ -9,19 +9,6 @@ static const char *const ShapeNames[] = {"half_space", "box", "sphere", "cylinde
 static const char *const BCNames[]    = {"sticky", "slip", "separate", "none", "MPMBCMode", "MPM_BC_", NULL};
 static const char *const FaceNames[]  = {"xlo", "xhi", "ylo", "yhi", "zlo", "zhi"};
 
-static PetscErrorCode ReadVector(PetscOptionItems *PetscOptionsObject, const char *prefix, const char *opt, const char *help, PetscInt need, double *val,
-                                 PetscBool *set)
-{
-  PetscInt  n = need;
-  PetscBool s;
-
-  PetscFunctionBeginUser;
-  PetscCall(PetscOptionsRealArray(opt, help, NULL, val, &n, &s));
-  PetscCheck(!s || n == need, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s%s needs %" PetscInt_FMT " comma-separated values, got %" PetscInt_FMT, prefix, opt + 1, need, n);
-  if (set) *set = s;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 static PetscErrorCode Normalize(const char *prefix, const char *opt, PetscInt d, double *n)
 {
   double len = 0;
@@ -50,9 +37,9 @@ static PetscErrorCode ShapeOptions(PetscOptionItems *PetscOptionsObject, PetscIn
   PetscCall(PetscOptionsBool("-inside_out", "Solid outside the shape (a container)", NULL, inside_out, &inside_out, NULL));
   s->inside_out = inside_out;
   if (type == MPM_SHAPE_BOX) {
-    PetscCall(ReadVector(PetscOptionsObject, prefix, "-lo", "Box lower corner [m]", d, lo, &set));
+    PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-lo", "Box lower corner [m]", d, lo, &set));
     PetscCheck(set, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%slo is required for a box", prefix);
-    PetscCall(ReadVector(PetscOptionsObject, prefix, "-hi", "Box upper corner [m]", d, hi, &set));
+    PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-hi", "Box upper corner [m]", d, hi, &set));
     PetscCheck(set, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%shi is required for a box", prefix);
     for (PetscInt a = 0; a < d; a++) {
       PetscCheck(hi[a] > lo[a], PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%shi must exceed -%slo in every component", prefix, prefix);
@@ -60,11 +47,11 @@ static PetscErrorCode ShapeOptions(PetscOptionItems *PetscOptionsObject, PetscIn
       s->a[a]   = 0.5 * (hi[a] - lo[a]);
     }
   } else {
-    PetscCall(ReadVector(PetscOptionsObject, prefix, "-center", "Centre (a point on the plane for a half space) [m]", d, ps->c0, &set));
+    PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-center", "Centre (a point on the plane for a half space) [m]", d, ps->c0, &set));
     PetscCheck(set, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%scenter is required for a %s", prefix, ShapeNames[type]);
   }
   if (type == MPM_SHAPE_HALF_SPACE) {
-    PetscCall(ReadVector(PetscOptionsObject, prefix, "-normal", "Unit normal pointing out of the solid half space [-]", d, s->n, &set));
+    PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-normal", "Unit normal pointing out of the solid half space [-]", d, s->n, &set));
     PetscCheck(set, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%snormal is required for a half_space", prefix);
     PetscCall(Normalize(prefix, "normal", d, s->n));
   }
@@ -75,7 +62,7 @@ static PetscErrorCode ShapeOptions(PetscOptionItems *PetscOptionsObject, PetscIn
   }
   if (type == MPM_SHAPE_CYLINDER && d == 3) {
     s->n[2] = 1;
-    PetscCall(ReadVector(PetscOptionsObject, prefix, "-axis", "Cylinder axis [-]", d, s->n, NULL));
+    PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-axis", "Cylinder axis [-]", d, s->n, NULL));
     PetscCall(Normalize(prefix, "axis", d, s->n));
     s->a[0] = 0;
     PetscCall(PetscOptionsReal("-half_length", "Cylinder half length, <= 0 for infinite [m]", NULL, s->a[0], &s->a[0], NULL));
@@ -91,8 +78,8 @@ PetscErrorCode MPMShapeFromOptions(MPI_Comm comm, PetscInt d, const char *prefix
   PetscOptionsBegin(comm, prefix, title, NULL);
   PetscCall(ShapeOptions(PetscOptionsObject, d, prefix, allow_half_space, ps));
   if (allow_motion) {
-    PetscCall(ReadVector(PetscOptionsObject, prefix, "-velocity", "Prescribed velocity of the object [m/s]", d, ps->vel, NULL));
-    PetscCall(ReadVector(PetscOptionsObject, prefix, "-angular_velocity", "Angular velocity about -center (one value in 2D) [rad/s]", d == 2 ? 1 : 3,
+    PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-velocity", "Prescribed velocity of the object [m/s]", d, ps->vel, NULL));
+    PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-angular_velocity", "Angular velocity about -center (one value in 2D) [rad/s]", d == 2 ? 1 : 3,
                          d == 2 ? &ps->omega[2] : ps->omega, NULL));
   }
   PetscOptionsEnd();
@@ -161,6 +148,7 @@ static PetscErrorCode WallsSetUp(MPMSim sim)
   PetscFunctionBeginUser;
   PetscOptionsBegin(sim->comm, NULL, "Domain boundaries", NULL);
   PetscCall(PetscOptionsReal("-bc_friction", "Default Coulomb friction coefficient of the domain faces [-]", NULL, mu0, &mu0, NULL));
+  PetscCheck(mu0 >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-bc_friction must be >= 0, got %g", mu0);
   for (PetscInt f = 0; f < 2 * d; f++) {
     MPMCollider *w = &sim->obj[f];
     PetscInt     mode = MPM_BC_SEPARATE;

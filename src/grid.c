@@ -14,8 +14,6 @@ typedef struct {
 static PetscErrorCode GridReadOptions(MPMSim sim, GridOptions *o)
 {
   const PetscInt d = sim->dim;
-  PetscInt       n;
-  PetscBool      set;
 
   PetscFunctionBeginUser;
   for (PetscInt a = 0; a < 3; a++) {
@@ -25,12 +23,8 @@ static PetscErrorCode GridReadOptions(MPMSim sim, GridOptions *o)
   o->axis   = 3;
   o->kernel = 0;
   PetscOptionsBegin(sim->comm, NULL, "Domain and grid", NULL);
-  n = d;
-  PetscCall(PetscOptionsRealArray("-domain_lo", "Lower corner of the physical domain [m]", NULL, o->lo, &n, &set));
-  PetscCheck(!set || n == d, sim->comm, PETSC_ERR_USER_INPUT, "-domain_lo needs %" PetscInt_FMT " comma-separated values in %" PetscInt_FMT "D, got %" PetscInt_FMT, d, d, n);
-  n = d;
-  PetscCall(PetscOptionsRealArray("-domain_hi", "Upper corner of the physical domain [m]", NULL, o->hi, &n, &set));
-  PetscCheck(!set || n == d, sim->comm, PETSC_ERR_USER_INPUT, "-domain_hi needs %" PetscInt_FMT " comma-separated values in %" PetscInt_FMT "D, got %" PetscInt_FMT, d, d, n);
+  PetscCall(MPMOptionsVector(PetscOptionsObject, "", "-domain_lo", "Lower corner of the physical domain [m]", d, o->lo, NULL));
+  PetscCall(MPMOptionsVector(PetscOptionsObject, "", "-domain_hi", "Upper corner of the physical domain [m]", d, o->hi, NULL));
   o->dx = 0;
   for (PetscInt a = 0; a < d; a++) o->dx = PetscMax(o->dx, (o->hi[a] - o->lo[a]) / 64);
   PetscCall(PetscOptionsReal("-dx", "Grid cell size, the same along every axis [m]", NULL, o->dx, &o->dx, NULL));
@@ -49,6 +43,7 @@ static PetscErrorCode GridCheckOptions(MPMSim sim, GridOptions *o, MPMGrid *g)
   for (PetscInt a = 0; a < d; a++) {
     const double L = o->hi[a] - o->lo[a], c = L / o->dx;
     PetscCheck(L > 0, sim->comm, PETSC_ERR_USER_INPUT, "-domain_hi must exceed -domain_lo along %s (got %g <= %g)", AxisNames[a], o->hi[a], o->lo[a]);
+    PetscCheck(c < 1e8, sim->comm, PETSC_ERR_USER_INPUT, "-dx %g gives %g cells along %s: too many (at most 1e8 per axis)", o->dx, c, AxisNames[a]);
     PetscCheck(PetscAbs(c - round(c)) < 1e-6 * PetscMax(1.0, c), sim->comm, PETSC_ERR_USER_INPUT,
                "-dx %g does not divide the domain length %g along %s into whole cells (%g cells)", o->dx, L, AxisNames[a], c);
     g->cells[a] = (PetscInt)round(c);

@@ -18,7 +18,11 @@ static PetscBool in_setup = PETSC_FALSE;
  * domain), which are also raised on every rank. */
 static PetscBool IsInputError(PetscErrorCode n)
 {
-  return in_setup || n == PETSC_ERR_USER_INPUT;
+  if (n == PETSC_ERR_USER_INPUT) return PETSC_TRUE;
+  /* during set-up also PETSc's own option parsing errors (enum values, numbers,
+   * too many ranks for the grid), but not system failures */
+  return in_setup && n != PETSC_ERR_MEM && n != PETSC_ERR_PLIB && n != PETSC_ERR_LIB && n != PETSC_ERR_SYS && n != PETSC_ERR_MPI && n != PETSC_ERR_SIG &&
+         n != PETSC_ERR_MEMC && n != PETSC_ERR_FILE_OPEN && n != PETSC_ERR_FILE_WRITE;
 }
 
 /* Is `item` one of the comma-separated elements of `list`? */
@@ -68,7 +72,7 @@ static PetscErrorCode InputErrorHandler(MPI_Comm comm, int line, const char *fun
  * aborting MPI. */
 static int Finish(PetscErrorCode ierr)
 {
-  if (IsInputError(ierr)) {
+  if (IsInputError(ierr)) { /* evaluated while in_setup still says where it happened */
     PetscOptionsSetValue(NULL, "-options_left", "0"); /* the message already said what was wrong */
     PetscFinalize();
     return 1;
@@ -102,9 +106,9 @@ int main(int argc, char **argv)
   PetscCall(MPMCreate(PETSC_COMM_WORLD, &sim));
   in_setup = PETSC_TRUE;
   ierr     = MPMSetFromOptions(sim);
+  if (ierr) return Finish(ierr);
   in_setup = PETSC_FALSE;
-  if (ierr) return Finish(PETSC_ERR_USER_INPUT);
-  ierr = MPMRun(sim);
+  ierr     = MPMRun(sim);
   if (ierr) return Finish(ierr);
   PetscCall(MPMDestroy(&sim));
   PetscCall(PetscPopErrorHandler());

@@ -44,16 +44,18 @@ PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial m, PetscOptionItems *
 {
   MPMDruckerPragerParams *p;
   double                  phi = 30.0, h[4] = {35, 9, 0.2, 10};
-  PetscInt                nh = 4, cone = m->dim == 2 ? MPM_CONE_PLANE_STRAIN : MPM_CONE_COMPRESSION;
-  PetscBool               hset;
+  PetscInt                cone = m->dim == 2 ? MPM_CONE_PLANE_STRAIN : MPM_CONE_COMPRESSION;
+  PetscBool               hset, phiset;
+  char                    prefix[MPM_NAME_LEN + 1];
 
   PetscFunctionBeginUser;
   if (!m->ctx) PetscCall(PetscNew(&p));
   else p = (MPMDruckerPragerParams *)m->ctx;
   m->ctx = p;
-  PetscCall(PetscOptionsReal("-friction_angle", "Friction angle phi without hardening [deg]", NULL, phi, &phi, NULL));
-  PetscCall(PetscOptionsRealArray("-hardening", "Hardening h0,h1,h2,h3 of phi_F = h0 + (h1 q - h3) exp(-h2 q) [deg] (replaces -friction_angle)", NULL, h, &nh, &hset));
-  PetscCheck(!hset || nh == 4, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_hardening needs 4 values h0,h1,h2,h3, got %" PetscInt_FMT, m->name, nh);
+  PetscCall(PetscSNPrintf(prefix, sizeof(prefix), "%s_", m->name));
+  PetscCall(PetscOptionsReal("-friction_angle", "Friction angle phi without hardening [deg]", NULL, phi, &phi, &phiset));
+  PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-hardening", "Hardening h0,h1,h2,h3 of phi_F = h0 + (h1 q - h3) exp(-h2 q) [deg] (instead of -friction_angle)", 4, h, &hset));
+  PetscCheck(!(hset && phiset), PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_friction_angle and -%s_hardening exclude each other (h0 of the hardening law is the initial friction angle)", m->name, m->name);
   p->cohesion = 0;
   PetscCall(PetscOptionsReal("-cohesion", "Mohr-Coulomb cohesion c [Pa]", NULL, p->cohesion, &p->cohesion, NULL));
   PetscCall(PetscOptionsEList("-cone", "Drucker-Prager cone matched to Mohr-Coulomb (plane_strain is exact Mohr-Coulomb in 2D)", NULL, ConeNames, 2, ConeNames[cone], &cone, NULL));

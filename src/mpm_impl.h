@@ -21,6 +21,8 @@
 #define MPM_NAME_LEN  64
 #define MPM_MAX_NAMES 256 /* entries of one list option (-materials, -regions, ...) */
 
+#define MPM_MAX_VECTOR 9 /* components of a vector option (a 3 x 3 matrix) */
+PetscErrorCode MPMOptionsVector(PetscOptionItems *PetscOptionsObject, const char *prefix, const char *opt, const char *help, PetscInt need, double *val, PetscBool *set);
 PetscErrorCode MPMOptionsGetNames(MPI_Comm comm, const char *title, const char *opt, const char *help, char **names, PetscInt *n);
 PetscErrorCode MPMOptionsFreeNames(char **names, PetscInt n);
 
@@ -66,6 +68,7 @@ PetscErrorCode MPMParticlesCreate(PetscInt dim, MPMParticles *p);
 PetscErrorCode MPMParticlesDestroy(MPMParticles *p);
 PetscErrorCode MPMParticlesReserve(MPMParticles *p, PetscInt cap);
 PetscErrorCode MPMParticlesAppend(MPMParticles *p, PetscInt count, PetscInt *start);
+PetscErrorCode MPMParticlesGrow(MPMParticles *p, PetscInt count, PetscInt *start);
 PetscErrorCode MPMParticlesCompact(MPMParticles *p, const PetscBool *keep);
 PetscErrorCode MPMParticlesPermute(MPMParticles *p, const PetscInt *perm);
 void           MPMParticlesPack(const MPMParticles *p, PetscInt q, char *buf);
@@ -142,7 +145,7 @@ PetscErrorCode MPMCollidersSetUp(MPMSim sim);
 void           MPMCollidersApply(const MPMSim sim, const double *x, double dt, double *v);
 
 /* ----------------------------------------------------- seeding and inflow */
-typedef enum { MPM_SAMPLING_LATTICE = 0, MPM_SAMPLING_JITTER, MPM_SAMPLING_POISSON } MPMSampling;
+typedef enum { MPM_SAMPLING_LATTICE = 0, MPM_SAMPLING_JITTER } MPMSampling;
 
 typedef struct {
   char           name[MPM_NAME_LEN];

@@ -91,25 +91,37 @@ static PetscErrorCode WriteRunRecord(MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MPMOutputSetUp(MPMSim sim)
+/* Files written by rank 0 alone: every rank learns whether it worked, so a
+ * failure stops all ranks instead of leaving them waiting in a collective. */
+static PetscErrorCode Rank0Outcome(MPMSim sim, PetscErrorCode ierr, const char *what)
 {
-  char path[PETSC_MAX_PATH_LEN];
-  int  ok = 1;
+  int code = (int)ierr;
 
   PetscFunctionBeginUser;
-  if (sim->rank == 0) {
-    PetscCall(PetscSNPrintf(path, sizeof(path), "%s/frames", sim->outdir));
-    if (MakeDir(path) != PETSC_SUCCESS) ok = 0;
-  }
-  PetscCall(MPMBroadcastInt(sim->comm, &ok));
-  PetscCheck(ok, sim->comm, PETSC_ERR_FILE_OPEN, "-output_dir %s cannot be created", sim->outdir);
-  if (sim->rank == 0) {
-    PetscCall(WriteRunRecord(sim));
-    PetscCall(PetscSNPrintf(path, sizeof(path), "%s/history.csv", sim->outdir));
-    sim->history = fopen(path, "w");
-    PetscCheck(sim->history, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot write %s", path);
-    fprintf(sim->history, "t,step,particles,mass,momentum_x,momentum_y,momentum_z,kinetic_energy,elastic_energy,dt,vmax\n");
-  }
+  PetscCall(MPMBroadcastInt(sim->comm, &code));
+  PetscCheck(code == 0, sim->comm, PETSC_ERR_FILE_WRITE, "Rank 0 failed %s in -output_dir %s (its message is above)", what, sim->outdir);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode OutputSetUpRank0(MPMSim sim)
+{
+  char path[PETSC_MAX_PATH_LEN];
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s/frames", sim->outdir));
+  PetscCall(MakeDir(path));
+  PetscCall(WriteRunRecord(sim));
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s/history.csv", sim->outdir));
+  sim->history = fopen(path, "w");
+  PetscCheck(sim->history, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot write %s: %s", path, strerror(errno));
+  fprintf(sim->history, "t,step,particles,mass,momentum_x,momentum_y,momentum_z,kinetic_energy,elastic_energy,dt,vmax\n");
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMOutputSetUp(MPMSim sim)
+{
+  PetscFunctionBeginUser;
+  PetscCall(Rank0Outcome(sim, sim->rank == 0 ? OutputSetUpRank0(sim) : PETSC_SUCCESS, "creating the output directory, run.json or history.csv"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -287,6 +299,23 @@ static PetscErrorCode WriteXdmf(MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Give the frame file its final name and add it to the XDMF series. */
+static PetscErrorCode FrameFinishRank0(MPMSim sim, const char *tmp, const char *path, int64_t total)
+{
+  PetscFunctionBeginUser;
+  PetscCheck(rename(tmp, path) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot rename %s: %s", tmp, strerror(errno));
+  if (sim->nframes == sim->capframes) {
+    sim->capframes = 2 * sim->capframes + 16;
+    PetscCall(PetscRealloc(sizeof(MPMFrameRecord) * sim->capframes, &sim->frames));
+  }
+  sim->frames[sim->nframes].t     = sim->t;
+  sim->frames[sim->nframes].n     = total;
+  sim->frames[sim->nframes].frame = sim->frame;
+  sim->nframes++;
+  PetscCall(WriteXdmf(sim));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode MPMOutputFrame(MPMSim sim)
 {
   char    path[PETSC_MAX_PATH_LEN], tmp[PETSC_MAX_PATH_LEN];
@@ -311,18 +340,7 @@ PetscErrorCode MPMOutputFrame(MPMSim sim)
   H5CALL(H5Pclose(F.dxpl));
   H5CALL(H5Fclose(F.file));
   PetscCall(MPMBarrier(sim->comm)); /* every rank's data is in the file before it gets its final name */
-  if (sim->rank == 0) {
-    PetscCheck(rename(tmp, path) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot rename %s", tmp);
-    if (sim->nframes == sim->capframes) {
-      sim->capframes = 2 * sim->capframes + 16;
-      PetscCall(PetscRealloc(sizeof(MPMFrameRecord) * sim->capframes, &sim->frames));
-    }
-    sim->frames[sim->nframes].t     = sim->t;
-    sim->frames[sim->nframes].n     = F.total;
-    sim->frames[sim->nframes].frame = sim->frame;
-    sim->nframes++;
-    PetscCall(WriteXdmf(sim));
-  }
+  PetscCall(Rank0Outcome(sim, sim->rank == 0 ? FrameFinishRank0(sim, tmp, path, F.total) : PETSC_SUCCESS, "naming the frame or writing particles.xmf"));
   sim->frame++;
   PetscCall(PetscLogEventEnd(MPM_EVENT_OUTPUT, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -364,7 +382,8 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
 {
   MPMDiagnostics d;
   double         rss[2] = {PeakRSSBytes(), 0}, rss_sum, wall;
-  char           text[8192], path[PETSC_MAX_PATH_LEN], counts[4096];
+  char          *text, *counts, path[PETSC_MAX_PATH_LEN];
+  const size_t   clen = 24 * (size_t)sim->size + 16, tlen = 8192 + clen;
   PetscLogDouble now;
 
   PetscFunctionBeginUser;
@@ -374,9 +393,10 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
   PetscCall(MPMGlobalMax(sim->comm, rss, 1));
   PetscCall(PetscTime(&now));
   wall = now - sim->wall_start;
-  PetscCall(PerRankCounts(sim, counts, sizeof(counts)));
+  PetscCall(PetscMalloc2(tlen, &text, clen, &counts));
+  PetscCall(PerRankCounts(sim, counts, clen));
   const double psteps = sim->particle_steps, rate = sim->wall_steps > 0 ? psteps / sim->wall_steps : 0;
-  PetscCall(PetscSNPrintf(text, sizeof(text),
+  PetscCall(PetscSNPrintf(text, tlen,
                           "{\n  \"version\": \"%s\",\n  \"ranks\": %d,\n  \"dim\": %" PetscInt_FMT ",\n  \"particles\": %lld,\n  \"particles_deleted\": %lld,\n"
                           "  \"particles_emitted\": %lld,\n  \"steps\": %" PetscInt_FMT ",\n  \"simulated_time\": %.12g,\n  \"dt_min\": %.6g,\n  \"dt_max\": %.6g,\n"
                           "  \"total_mass\": %.15g,\n  \"total_momentum\": [%.15g, %.15g, %.15g],\n  \"kinetic_energy\": %.15g,\n  \"elastic_energy\": %.15g,\n"
@@ -386,10 +406,9 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
                           MPMVersion(), sim->size, sim->dim, (long long)d.n, (long long)sim->n_deleted, (long long)sim->n_emitted, sim->step, sim->t,
                           sim->step ? sim->dt_lo : 0.0, sim->step ? sim->dt_hi : 0.0, d.mass, d.mom[0], d.mom[1], d.mom[2], d.ke, d.ee, wall, sim->wall_steps, psteps,
                           rate, rate / sim->size, sim->p.bytes, rss[0], rss_sum, sim->frame, counts));
-  if (sim->rank == 0) {
-    PetscCall(PetscSNPrintf(path, sizeof(path), "%s/summary.json", sim->outdir));
-    PetscCall(WriteFileAtomic(path, text));
-  }
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s/summary.json", sim->outdir));
+  PetscCall(Rank0Outcome(sim, sim->rank == 0 ? WriteFileAtomic(path, text) : PETSC_SUCCESS, "writing summary.json"));
+  PetscCall(PetscFree2(text, counts));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -12,7 +12,8 @@
  * is explicit. */
 #include "mpm_impl.h"
 
-static MPI_Datatype step_type = MPI_DATATYPE_NULL;
+static MPI_Datatype step_type = MPI_DATATYPE_NULL, particle_type = MPI_DATATYPE_NULL;
+static size_t       particle_type_bytes = 0;
 static MPI_Op       step_op   = MPI_OP_NULL;
 
 static void step_combine(void *in_, void *inout_, int *len, MPI_Datatype *type)
@@ -43,9 +44,22 @@ PetscErrorCode MPMParallelSetUp(MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* One packed particle (all fields, B bytes) as an MPI datatype. */
+static PetscErrorCode ParticleType(size_t B)
+{
+  PetscFunctionBeginUser;
+  if (particle_type != MPI_DATATYPE_NULL && particle_type_bytes == B) PetscFunctionReturn(PETSC_SUCCESS);
+  if (particle_type != MPI_DATATYPE_NULL) PetscCallMPI(MPI_Type_free(&particle_type));
+  PetscCallMPI(MPI_Type_contiguous((int)B, MPI_BYTE, &particle_type));
+  PetscCallMPI(MPI_Type_commit(&particle_type));
+  particle_type_bytes = B;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode MPMParallelFinalize(void)
 {
   PetscFunctionBeginUser;
+  if (particle_type != MPI_DATATYPE_NULL) PetscCallMPI(MPI_Type_free(&particle_type));
   if (step_type != MPI_DATATYPE_NULL) {
     PetscCallMPI(MPI_Type_free(&step_type));
     PetscCallMPI(MPI_Op_free(&step_op));
@@ -73,11 +87,14 @@ PetscErrorCode MPMGhostGather(MPMGrid *g)
 }
 
 /* A particle is inside while its kernel stencil stays on the padded grid:
- * within one cell of the physical domain [lo, hi). */
+ * within one cell of the physical domain [lo, hi), measured in grid units
+ * exactly as the stencil measures it (mpm_grid_coord). */
 static PetscBool particle_inside(const MPMGrid *g, const double *x)
 {
-  for (PetscInt a = 0; a < g->dim; a++)
-    if (!(x[a] >= g->lo[a] - g->h && x[a] < g->hi[a] + g->h)) return PETSC_FALSE; /* also catches NaN */
+  for (PetscInt a = 0; a < g->dim; a++) {
+    const double xr = mpm_grid_coord(&g->box, (int)a, x[a]);
+    if (!(xr >= g->pad - 1 && xr < g->pad + g->cells[a] + 1)) return PETSC_FALSE; /* also catches NaN */
+  }
   return PETSC_TRUE;
 }
 
@@ -136,13 +153,14 @@ PetscErrorCode MPMMigrate(MPMSim sim, MPMStepReduction *red)
   }
   for (PetscMPIInt r = sim->size; r > 0; r--) soff[r] = soff[r - 1]; /* undo the packing advance */
   soff[0] = 0;
-  for (PetscMPIInt r = 0; r < sim->size; r++) {
-    if (rcount[r]) PetscCallMPI(MPI_Irecv(rbuf + B * (size_t)roff[r], (int)(B * rcount[r]), MPI_BYTE, r, 7, sim->comm, &req[nreq++]));
-    if (scount[r]) PetscCallMPI(MPI_Isend(sbuf + B * (size_t)soff[r], (int)(B * scount[r]), MPI_BYTE, r, 7, sim->comm, &req[nreq++]));
+  PetscCall(ParticleType(B));
+  for (PetscMPIInt r = 0; r < sim->size; r++) { /* counts in particles, so no int overflow in bytes */
+    if (rcount[r]) PetscCallMPI(MPI_Irecv(rbuf + B * (size_t)roff[r], rcount[r], particle_type, r, 7, sim->comm, &req[nreq++]));
+    if (scount[r]) PetscCallMPI(MPI_Isend(sbuf + B * (size_t)soff[r], scount[r], particle_type, r, 7, sim->comm, &req[nreq++]));
   }
   PetscCallMPI(MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE));
   PetscCall(MPMParticlesCompact(p, keep));
-  PetscCall(MPMParticlesAppend(p, nrecv, &start));
+  PetscCall(MPMParticlesGrow(p, nrecv, &start));
   for (PetscInt q = 0; q < nrecv; q++) MPMParticlesUnpack(p, start + q, rbuf + B * (size_t)q);
   red->n = p->n;
   PetscCall(PetscFree3(sbuf, rbuf, req));

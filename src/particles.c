@@ -68,6 +68,17 @@ PetscErrorCode MPMParticlesReserve(MPMParticles *p, PetscInt cap)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Make room for count more particles at the end, uninitialized (they are
+ * about to be unpacked); *start is the first new slot. */
+PetscErrorCode MPMParticlesGrow(MPMParticles *p, PetscInt count, PetscInt *start)
+{
+  PetscFunctionBeginUser;
+  if (p->n + count > p->cap) PetscCall(MPMParticlesReserve(p, PetscMax(p->n + count, (p->cap * 3) / 2 + 16)));
+  *start = p->n;
+  p->n += count;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* Make room for count more particles at the end; *start is the first new
  * slot.  New particles start undeformed: F_E = I, tau = 0, C = 0, Jp = 1. */
 PetscErrorCode MPMParticlesAppend(MPMParticles *p, PetscInt count, PetscInt *start)

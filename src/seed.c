@@ -47,8 +47,7 @@ static PetscErrorCode RegionSetUp(MPMSim sim, PetscInt r, const char *name)
   MPMRegion *R = &sim->reg[r];
   char       prefix[MPM_NAME_LEN + 1], title[2 * MPM_NAME_LEN], mname[MPM_NAME_LEN] = "", what[3 * MPM_NAME_LEN];
   double     lo[3], hi[3];
-  PetscInt   n = sim->dim, sampling = MPM_SAMPLING_JITTER;
-  PetscBool  set;
+  PetscInt   sampling = MPM_SAMPLING_JITTER;
 
   PetscFunctionBeginUser;
   PetscCall(PetscStrncpy(R->name, name, sizeof(R->name)));
@@ -68,14 +67,9 @@ static PetscErrorCode RegionSetUp(MPMSim sim, PetscInt r, const char *name)
   PetscCall(PetscOptionsEList("-sampling", "Particle placement", NULL, SamplingNames, 2, SamplingNames[sampling], &sampling, NULL));
   PetscCall(PetscOptionsReal("-jitter", "Random displacement as a fraction of the particle spacing (jitter sampling) [-]", NULL, R->jitter, &R->jitter, NULL));
   PetscCall(PetscOptionsBool("-clip_to_domain", "Seed only the part inside the domain (e.g. a quarter column against symmetry planes)", NULL, R->clip, &R->clip, NULL));
-  PetscCall(PetscOptionsRealArray("-velocity", "Initial velocity v0 [m/s]", NULL, R->vel, &n, &set));
-  PetscCheck(!set || n == sim->dim, sim->comm, PETSC_ERR_USER_INPUT, "-%svelocity needs %" PetscInt_FMT " values", prefix, sim->dim);
-  n = sim->dim * sim->dim;
-  PetscCall(PetscOptionsRealArray("-velocity_gradient", "Initial velocity gradient G, v = v0 + G (x - center), row-major [1/s]", NULL, R->grad, &n, &set));
-  PetscCheck(!set || n == sim->dim * sim->dim, sim->comm, PETSC_ERR_USER_INPUT, "-%svelocity_gradient needs %" PetscInt_FMT " values", prefix, sim->dim * sim->dim);
-  n = sim->dim;
-  PetscCall(PetscOptionsRealArray("-velocity_wavevector", "Sine profile v = v0 sin(k . (x - lo)) instead of uniform v0 [1/m]", NULL, R->wavevector, &n, &R->sine));
-  PetscCheck(!R->sine || n == sim->dim, sim->comm, PETSC_ERR_USER_INPUT, "-%svelocity_wavevector needs %" PetscInt_FMT " values", prefix, sim->dim);
+  PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-velocity", "Initial velocity v0 [m/s]", sim->dim, R->vel, NULL));
+  PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-velocity_gradient", "Initial velocity gradient G, v = v0 + G (x - center), row-major [1/s]", sim->dim * sim->dim, R->grad, NULL));
+  PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-velocity_wavevector", "Sine profile v = v0 sin(k . (x - lo)) instead of uniform v0 [1/m]", sim->dim, R->wavevector, &R->sine));
   PetscOptionsEnd();
   R->sampling = (MPMSampling)sampling;
   PetscCheck(R->density > 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sdensity must be > 0 kg/m^3, got %g", prefix, R->density);
@@ -186,7 +180,7 @@ static PetscErrorCode SeedRegion(MPMSim sim, PetscInt r)
         for (PetscInt a = 0; a < d; a++) x[a] = sim->grid.lo[a] + (idx[a] + 0.5) * s;
         if (MPMPlacedShapeEval(&R->ps, d, x, gr, NULL) > 0 || InsideEarlier(sim, r, x)) continue;
         for (PetscInt a = 0; a < 3; a++) rel[a] = idx[a] - (a == sim->grid.slab_axis ? nfull[3] : ilo[a]);
-        const int64_t id = ((int64_t)(r + 1) << ID_SHIFT) | (int64_t)((rel[2] * nfull[1] + rel[1]) * nfull[0] + rel[0]);
+        const int64_t id = ((int64_t)(r + 1) << ID_SHIFT) | (((int64_t)rel[2] * nfull[1] + rel[1]) * nfull[0] + rel[0]);
         if (R->sampling == MPM_SAMPLING_JITTER)
           for (PetscInt a = 0; a < d; a++) x[a] += R->jitter * s * (mpm_uniform(sim->seed, (uint64_t)id, (uint64_t)a) - 0.5);
         PetscCall(MPMParticlesAppend(p, 1, &start));
@@ -204,7 +198,14 @@ PetscErrorCode MPMSeedRegions(MPMSim sim)
 {
   PetscFunctionBeginUser;
   PetscCall(PetscLogEventBegin(MPM_EVENT_SEED, 0, 0, 0, 0));
-  for (PetscInt r = 0; r < sim->nreg; r++) PetscCall(SeedRegion(sim, r));
+  for (PetscInt r = 0; r < sim->nreg; r++) {
+    int64_t before = sim->p.n, offset, total;
+    PetscCall(SeedRegion(sim, r));
+    PetscCall(MPMGlobalOffset(sim->comm, sim->p.n - before, &offset, &total));
+    PetscCheck(total > 0, sim->comm, PETSC_ERR_USER_INPUT,
+               "Region '%s' received no particles: it is smaller than the particle spacing dx/ppc = %g m, or covered by earlier regions (-%s_ppc, its size)", sim->reg[r].name,
+               sim->grid.h / sim->reg[r].ppc, sim->reg[r].name);
+  }
   PetscCall(PetscLogEventEnd(MPM_EVENT_SEED, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -258,7 +259,6 @@ static PetscErrorCode EmitterSetUp(MPMSim sim, PetscInt e, const char *name)
 {
   MPMEmitter *E = &sim->em[e];
   char        prefix[MPM_NAME_LEN + 1], title[2 * MPM_NAME_LEN], mname[MPM_NAME_LEN] = "", what[3 * MPM_NAME_LEN];
-  PetscInt    n1 = sim->dim, n2 = sim->dim;
   PetscBool   cset, dset;
   double      len = 0, lo[3], hi[3];
 
@@ -272,8 +272,8 @@ static PetscErrorCode EmitterSetUp(MPMSim sim, PetscInt e, const char *name)
   E->t_stop  = PETSC_MAX_REAL;
   E->source  = sim->nreg + e;
   PetscOptionsBegin(sim->comm, prefix, title, NULL);
-  PetscCall(PetscOptionsRealArray("-center", "Centre of the outlet [m]", NULL, E->center, &n1, &cset));
-  PetscCall(PetscOptionsRealArray("-direction", "Flow direction [-]", NULL, E->dir, &n2, &dset));
+  PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-center", "Centre of the outlet [m]", sim->dim, E->center, &cset));
+  PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-direction", "Flow direction [-]", sim->dim, E->dir, &dset));
   PetscCall(PetscOptionsReal("-speed", "Outflow speed [m/s]", NULL, E->speed, &E->speed, NULL));
   PetscCall(PetscOptionsReal("-radius", "Outlet radius (half width in 2D) [m]", NULL, E->radius, &E->radius, NULL));
   PetscCall(PetscOptionsString("-material", "Material (a name from -materials)", NULL, mname, mname, sizeof(mname), NULL));
@@ -284,8 +284,10 @@ static PetscErrorCode EmitterSetUp(MPMSim sim, PetscInt e, const char *name)
   PetscCall(PetscOptionsReal("-start", "Time the flow starts [s]", NULL, E->t_start, &E->t_start, NULL));
   PetscCall(PetscOptionsReal("-stop", "Time the flow stops [s]", NULL, E->t_stop, &E->t_stop, NULL));
   PetscOptionsEnd();
-  PetscCheck(cset && n1 == sim->dim, sim->comm, PETSC_ERR_USER_INPUT, "-%scenter with %" PetscInt_FMT " values is required", prefix, sim->dim);
-  PetscCheck(dset && n2 == sim->dim, sim->comm, PETSC_ERR_USER_INPUT, "-%sdirection with %" PetscInt_FMT " values is required", prefix, sim->dim);
+  PetscCheck(cset, sim->comm, PETSC_ERR_USER_INPUT, "-%scenter with %" PetscInt_FMT " values is required", prefix, sim->dim);
+  PetscCheck(dset, sim->comm, PETSC_ERR_USER_INPUT, "-%sdirection with %" PetscInt_FMT " values is required", prefix, sim->dim);
+  PetscCheck(E->t_start >= 0 && E->t_stop > E->t_start, sim->comm, PETSC_ERR_USER_INPUT, "-%sstart must be >= 0 s and -%sstop > -%sstart (got %g and %g)", prefix, prefix, prefix,
+             E->t_start, E->t_stop);
   PetscCheck(E->speed > 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sspeed must be > 0 m/s, got %g", prefix, E->speed);
   PetscCheck(E->radius > 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sradius must be > 0 m, got %g", prefix, E->radius);
   PetscCheck(E->density > 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sdensity must be > 0 kg/m^3, got %g", prefix, E->density);
@@ -338,7 +340,7 @@ static PetscErrorCode EmitterStep(MPMSim sim, MPMEmitter *E, double t_new, int64
       const PetscInt cell = MPMGridParticleCell(&sim->grid, x);
       if (cell < sim->grid.own_lo || cell >= sim->grid.own_hi) continue;
       PetscCall(MPMParticlesAppend(p, 1, &start));
-      p->id[start] = ((int64_t)(E->source + 1) << ID_SHIFT) | (k * E->per_layer + j);
+      p->id[start] = ((int64_t)(E->source + 1) << ID_SHIFT) | (k * (int64_t)E->per_layer + j);
       for (PetscInt a = 0; a < d; a++) {
         p->x[start * d + a] = x[a];
         p->v[start * d + a] = E->speed * E->dir[a];

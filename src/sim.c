@@ -6,8 +6,6 @@ static const char *const TransferNames[] = {"apic", "flip", "MPMTransfer", "MPM_
 
 const char *MPMVersion(void) { return MPM_VERSION; }
 
-PetscBool MPMHelpRequested(MPMSim sim) { return sim->help; }
-
 PetscErrorCode MPMInitializePackage(void)
 {
   PetscFunctionBeginUser;
@@ -31,8 +29,7 @@ PetscErrorCode MPMCreate(MPI_Comm comm, MPMSim *simout)
 
 static PetscErrorCode ReadRunOptions(MPMSim sim)
 {
-  PetscInt  transfer = MPM_TRANSFER_APIC, n = 3, seed = 1;
-  PetscBool gset;
+  PetscInt transfer = MPM_TRANSFER_APIC, seed = 1;
 
   PetscFunctionBeginUser;
   sim->dim              = 2;
@@ -49,8 +46,7 @@ static PetscErrorCode ReadRunOptions(MPMSim sim)
   PetscCall(PetscOptionsInt("-dim", "Spatial dimension: 2 (plane strain) or 3", NULL, sim->dim, &sim->dim, NULL));
   PetscCheck(sim->dim == 2 || sim->dim == 3, sim->comm, PETSC_ERR_USER_INPUT, "-dim must be 2 or 3, got %" PetscInt_FMT, sim->dim);
   sim->gravity[1] = -9.81;
-  PetscCall(PetscOptionsRealArray("-gravity", "Gravitational acceleration vector [m/s^2]", NULL, sim->gravity, &n, &gset));
-  PetscCheck(!gset || n == sim->dim, sim->comm, PETSC_ERR_USER_INPUT, "-gravity needs %" PetscInt_FMT " comma-separated values, got %" PetscInt_FMT, sim->dim, n);
+  PetscCall(MPMOptionsVector(PetscOptionsObject, "", "-gravity", "Gravitational acceleration vector [m/s^2]", sim->dim, sim->gravity, NULL));
   if (sim->dim == 2) sim->gravity[2] = 0;
   PetscCall(PetscOptionsReal("-gravity_ramp", "Time over which gravity rises linearly from 0 to -gravity (quasi-static loading, no drop shock) [s]", NULL, sim->gravity_ramp,
                              &sim->gravity_ramp, NULL));
@@ -93,27 +89,6 @@ static PetscErrorCode CheckRunOptions(MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The comma-separated instance names of a list option (-materials,
- * -regions, -objects, -emitters): *n names in names[], to be freed with
- * MPMOptionsFreeNames().  Too many names is an error, not a truncation. */
-PetscErrorCode MPMOptionsGetNames(MPI_Comm comm, const char *title, const char *opt, const char *help, char **names, PetscInt *n)
-{
-  PetscFunctionBeginUser;
-  *n = MPM_MAX_NAMES;
-  PetscOptionsBegin(comm, NULL, title, NULL);
-  PetscCall(PetscOptionsStringArray(opt, help, NULL, names, n, NULL));
-  PetscOptionsEnd();
-  PetscCheck(*n < MPM_MAX_NAMES, comm, PETSC_ERR_USER_INPUT, "%s lists %d or more names; at most %d are supported", opt, MPM_MAX_NAMES, MPM_MAX_NAMES - 1);
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode MPMOptionsFreeNames(char **names, PetscInt n)
-{
-  PetscFunctionBeginUser;
-  for (PetscInt i = 0; i < n; i++) PetscCall(PetscFree(names[i]));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 static PetscErrorCode MaterialsSetUp(MPMSim sim)
 {
   char    *names[MPM_MAX_NAMES];
@@ -126,6 +101,27 @@ static PetscErrorCode MaterialsSetUp(MPMSim sim)
   PetscCall(PetscCalloc1(PetscMax(n, 1), &sim->mat));
   for (PetscInt m = 0; m < n; m++) PetscCall(MPMMaterialSetUp(sim->comm, sim->dim, names[m], &sim->mat[m]));
   PetscCall(MPMOptionsFreeNames(names, n));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Materials, regions, objects and emitters read options under their names:
+ * a name used twice would share options silently. */
+static PetscErrorCode CheckUniqueNames(MPMSim sim)
+{
+  const char *all[4 * MPM_MAX_NAMES];
+  PetscInt    n = 0;
+
+  PetscFunctionBeginUser;
+  for (PetscInt i = 0; i < sim->nmat; i++) all[n++] = sim->mat[i]->name;
+  for (PetscInt i = 0; i < sim->nreg; i++) all[n++] = sim->reg[i].name;
+  for (PetscInt i = sim->nwalls; i < sim->nobj; i++) all[n++] = sim->obj[i].name;
+  for (PetscInt i = 0; i < sim->nem; i++) all[n++] = sim->em[i].name;
+  for (PetscInt i = 0; i < n; i++)
+    for (PetscInt j = i + 1; j < n; j++) {
+      PetscBool same;
+      PetscCall(PetscStrcmp(all[i], all[j], &same));
+      PetscCheck(!same, sim->comm, PETSC_ERR_USER_INPUT, "The name '%s' is used twice in -materials/-regions/-objects/-emitters: each needs its own options prefix", all[i]);
+    }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -191,6 +187,10 @@ PetscErrorCode MPMSetFromOptions(MPMSim sim)
   PetscCall(MPMRegionsSetUp(sim));
   PetscCall(MPMEmittersSetUp(sim));
   WaveSpeed(sim);
+  PetscCheck(sim->dt_fixed == 0 || sim->wave_speed == 0 || sim->dt_fixed <= sim->grid.h / sim->wave_speed, sim->comm, PETSC_ERR_USER_INPUT,
+             "-dt %g s exceeds the elastic stability limit dx/c_p = %g s (c_p = %g m/s): the run would blow up; use -dt <= %g or 0 (adaptive)", sim->dt_fixed,
+             sim->grid.h / sim->wave_speed, sim->wave_speed, sim->cfl_elastic * sim->grid.h / sim->wave_speed);
+  PetscCall(CheckUniqueNames(sim));
   if (!sim->help) PetscCall(CheckUnusedOptions(sim));
   PetscCall(PetscOptionsGetAll(NULL, &sim->options_string));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -314,6 +314,7 @@ PetscErrorCode MPMDestroy(MPMSim *simp)
   PetscCall(MPMGridDestroy(&sim->grid));
   PetscCall(PetscFree(sim->options_string));
   PetscCall(PetscFree(sim));
+  PetscCall(MPMParallelFinalize());
   *simp = NULL;
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -21,6 +21,7 @@ static PetscErrorCode P2G(MPMSim sim, double dt)
   PetscScalar    *a;
 
   PetscFunctionBeginUser;
+  if (sim->transfer == MPM_TRANSFER_FLIP) v.C = NULL; /* no affine part: C stays 0 */
   PetscCall(PetscLogEventBegin(MPM_EVENT_P2G, 0, 0, 0, 0));
   PetscCall(VecZeroEntries(g->local));
   PetscCall(VecGetArray(g->local, &a));
@@ -38,6 +39,7 @@ static PetscErrorCode G2P(MPMSim sim, double dt, double *vmax)
   const PetscScalar *a;
 
   PetscFunctionBeginUser;
+  if (sim->transfer == MPM_TRANSFER_FLIP) v.C = NULL;
   PetscCall(PetscLogEventBegin(MPM_EVENT_G2P, 0, 0, 0, 0));
   PetscCall(VecGetArrayRead(g->local, &a));
   *vmax = sqrt(mpm_g2p(&g->box, a, dt, sim->flip, &v));

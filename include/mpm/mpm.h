@@ -21,8 +21,6 @@ PetscErrorCode MPMCreate(MPI_Comm comm, MPMSim *sim);
 PetscErrorCode MPMSetFromOptions(MPMSim sim);
 PetscErrorCode MPMRun(MPMSim sim);
 PetscErrorCode MPMDestroy(MPMSim *sim);
-/* True when -help was given: the options were listed and nothing runs. */
-PetscBool MPMHelpRequested(MPMSim sim);
 const char *MPMVersion(void);
 
 #endif

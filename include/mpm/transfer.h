@@ -39,10 +39,18 @@ void mpm_p2g(const MPMGridBox *g, const MPMParticleView *p, double dt, double *g
  * largest particle speed squared (for the CFL time step). */
 double mpm_g2p(const MPMGridBox *g, const double *grid, double dt, double flip, MPMParticleView *p);
 
+/* Particle coordinate in grid units along axis a.  The stencil, the owner
+ * of a particle and the inside-the-domain test all use this one expression,
+ * so they agree to the last bit at cell boundaries. */
+static inline double mpm_grid_coord(const MPMGridBox *g, int a, double x)
+{
+  return (x - g->origin[a]) * (1.0 / g->h);
+}
+
 /* Node index of particle coordinate x along axis a: the cell containing it. */
 static inline int mpm_cell_index(const MPMGridBox *g, int a, double x)
 {
-  return (int)floor((x - g->origin[a]) / g->h);
+  return (int)floor(mpm_grid_coord(g, a, x));
 }
 
 #ifdef __cplusplus

@@ -45,7 +45,7 @@ ALWAYS_INLINE void stencil_eval(const MPMGridBox *g, int dim, int order, const d
 {
   const double ih = 1.0 / g->h;
   for (int a = 0; a < dim; a++) {
-    const double xr = (xp[a] - g->origin[a]) * ih;
+    const double xr = mpm_grid_coord(g, a, xp[a]);
     mpm_bspline_weights(order, xr, &s->base[a], s->w[a], s->dw[a]);
     for (int k = 0; k <= order; k++) {
       s->dw[a][k] *= ih;
