@@ -219,6 +219,9 @@ struct _p_MPMSim {
   FILE       *history;
   MPMFrameRecord *frames;    /* frames written so far (rank 0), for the XDMF series */
   PetscInt        nframes, capframes;
+  PetscBool       catalyst_on;        /* in-situ visualization (catalyst.c) */
+  PetscInt        catalyst_interval;
+  void           *catalyst;           /* the adaptor's state */
 };
 
 PetscErrorCode MPMStep(MPMSim sim);
@@ -239,6 +242,11 @@ PetscErrorCode MPMOutputFrame(MPMSim sim);
 PetscErrorCode MPMOutputHistory(MPMSim sim, const MPMDiagnostics *d);
 PetscErrorCode MPMOutputSummary(MPMSim sim);
 PetscErrorCode MPMOutputFinalize(MPMSim sim);
+
+/* catalyst.c */
+PetscErrorCode MPMCatalystSetUp(MPMSim sim);
+PetscErrorCode MPMCatalystCoProcess(MPMSim sim);
+PetscErrorCode MPMCatalystFinalize(MPMSim sim);
 
 /* parallel.c: the only file that calls MPI */
 typedef struct {

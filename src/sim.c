@@ -186,6 +186,7 @@ PetscErrorCode MPMSetFromOptions(MPMSim sim)
   PetscCall(MPMCollidersSetUp(sim));
   PetscCall(MPMRegionsSetUp(sim));
   PetscCall(MPMEmittersSetUp(sim));
+  PetscCall(MPMCatalystSetUp(sim));
   WaveSpeed(sim);
   PetscCheck(sim->dt_fixed == 0 || sim->wave_speed == 0 || sim->dt_fixed <= sim->grid.h / sim->wave_speed, sim->comm, PETSC_ERR_USER_INPUT,
              "-dt %g s exceeds the elastic stability limit dx/c_p = %g s (c_p = %g m/s): the run would blow up; use -dt <= %g or 0 (adaptive)", sim->dt_fixed,
@@ -276,6 +277,7 @@ PetscErrorCode MPMRun(MPMSim sim)
   PetscCall(PetscTime(&t0));
   while (sim->t < sim->t_end * (1 - 1e-12) && (sim->max_steps < 0 || sim->step < sim->max_steps)) {
     PetscCall(MPMStep(sim));
+    PetscCall(MPMCatalystCoProcess(sim));
     if (sim->t >= sim->t_next_output * (1 - 1e-12)) {
       PetscCall(PetscTime(&t1));
       sim->wall_steps += t1 - t0;
@@ -304,6 +306,7 @@ PetscErrorCode MPMDestroy(MPMSim *simp)
   PetscFunctionBeginUser;
   if (!sim) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(MPMOutputFinalize(sim));
+  PetscCall(MPMCatalystFinalize(sim));
   for (PetscInt m = 0; m < sim->nmat; m++) PetscCall(MPMMaterialDestroy(&sim->mat[m]));
   for (PetscInt e = 0; e < sim->nem; e++) PetscCall(PetscFree(sim->em[e].layer_offsets));
   PetscCall(PetscFree(sim->mat));
