@@ -3,7 +3,7 @@
 #include "mpm_impl.h"
 
 PetscLogEvent MPM_EVENT_P2G, MPM_EVENT_GRID_UPDATE, MPM_EVENT_G2P, MPM_EVENT_CONSTITUTIVE, MPM_EVENT_MIGRATE, MPM_EVENT_GHOST,
-  MPM_EVENT_OUTPUT, MPM_EVENT_SORT, MPM_EVENT_SEED, MPM_EVENT_REDUCE;
+  MPM_EVENT_OUTPUT, MPM_EVENT_SORT, MPM_EVENT_SEED, MPM_EVENT_REDUCE, MPM_EVENT_CHECKPOINT, MPM_EVENT_CATALYST;
 
 PetscErrorCode MPMLogEventsRegister(void)
 {
@@ -24,5 +24,7 @@ PetscErrorCode MPMLogEventsRegister(void)
   PetscCall(PetscLogEventRegister("MPMSort", classid, &MPM_EVENT_SORT));
   PetscCall(PetscLogEventRegister("MPMSeed", classid, &MPM_EVENT_SEED));
   PetscCall(PetscLogEventRegister("MPMStepReduce", classid, &MPM_EVENT_REDUCE));
+  PetscCall(PetscLogEventRegister("MPMCheckpoint", classid, &MPM_EVENT_CHECKPOINT));
+  PetscCall(PetscLogEventRegister("MPMCatalyst", classid, &MPM_EVENT_CATALYST));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -110,8 +110,9 @@ int main(int argc, char **argv)
   in_setup = PETSC_FALSE;
   ierr     = MPMRun(sim);
   if (ierr) return Finish(ierr);
+  const int code = MPMExitCode(sim);
   PetscCall(MPMDestroy(&sim));
   PetscCall(PetscPopErrorHandler());
   PetscCall(PetscFinalize());
-  return 0;
+  return code;
 }

@@ -28,7 +28,7 @@ PetscErrorCode MPMOptionsFreeNames(char **names, PetscInt n);
 
 /* ---------------------------------------------------------------- events */
 extern PetscLogEvent MPM_EVENT_P2G, MPM_EVENT_GRID_UPDATE, MPM_EVENT_G2P, MPM_EVENT_CONSTITUTIVE, MPM_EVENT_MIGRATE,
-  MPM_EVENT_GHOST, MPM_EVENT_OUTPUT, MPM_EVENT_SORT, MPM_EVENT_SEED, MPM_EVENT_REDUCE;
+  MPM_EVENT_GHOST, MPM_EVENT_OUTPUT, MPM_EVENT_SORT, MPM_EVENT_SEED, MPM_EVENT_REDUCE, MPM_EVENT_CHECKPOINT, MPM_EVENT_CATALYST;
 PetscErrorCode MPMLogEventsRegister(void);
 
 /* ------------------------------------------------------------- particles */
@@ -219,6 +219,12 @@ struct _p_MPMSim {
   FILE       *history;
   MPMFrameRecord *frames;    /* frames written so far (rank 0), for the XDMF series */
   PetscInt        nframes, capframes;
+  PetscInt        ckpt_interval, ckpt_keep, ckpt_count; /* checkpoint.c */
+  double          ckpt_wall, ckpt_seconds;
+  PetscLogDouble  ckpt_last_wall;
+  char            restart[PETSC_MAX_PATH_LEN];
+  int64_t         step_flags; /* MPM_FLAG_* of the last step's reduction */
+  int             exit_code;  /* 0, or MPM_EXIT_CHECKPOINTED */
   PetscBool       catalyst_on;        /* in-situ visualization (catalyst.c) */
   PetscInt        catalyst_interval;
   void           *catalyst;           /* the adaptor's state */
@@ -237,11 +243,23 @@ PetscInt       MPMGridSlabOwner(const MPMGrid *g, PetscInt cell);
 PetscInt       MPMGridParticleCell(const MPMGrid *g, const double *x);
 
 /* output.c */
-PetscErrorCode MPMOutputSetUp(MPMSim sim);
+PetscErrorCode MPMOutputSetUp(MPMSim sim, PetscBool restarted);
+PetscErrorCode MPMOutputMakeDir(MPMSim sim, const char *dir);
+PetscErrorCode MPMOutputRecordFrame(MPMSim sim, double t, int64_t n, PetscInt frame);
+PetscErrorCode MPMRank0Outcome(MPMSim sim, PetscErrorCode ierr, const char *what);
 PetscErrorCode MPMOutputFrame(MPMSim sim);
 PetscErrorCode MPMOutputHistory(MPMSim sim, const MPMDiagnostics *d);
 PetscErrorCode MPMOutputSummary(MPMSim sim);
 PetscErrorCode MPMOutputFinalize(MPMSim sim);
+void           MPMDerivedFields(const MPMSim sim, double *vol, double *pres, double *sdev);
+
+/* checkpoint.c */
+PetscErrorCode MPMCheckpointSetUp(MPMSim sim);
+PetscErrorCode MPMCheckpointInstallSignals(MPMSim sim);
+int64_t        MPMCheckpointLocalFlags(const MPMSim sim);
+PetscErrorCode MPMCheckpointWrite(MPMSim sim);
+PetscErrorCode MPMCheckpointAfterStep(MPMSim sim, PetscBool *stop);
+PetscErrorCode MPMCheckpointRestart(MPMSim sim, PetscBool *restarted);
 
 /* catalyst.c */
 PetscErrorCode MPMCatalystSetUp(MPMSim sim);
@@ -249,12 +267,17 @@ PetscErrorCode MPMCatalystCoProcess(MPMSim sim);
 PetscErrorCode MPMCatalystFinalize(MPMSim sim);
 
 /* parallel.c: the only file that calls MPI */
+#define MPM_FLAG_SIGNAL       1  /* SIGTERM/SIGUSR1 seen: checkpoint and stop */
+#define MPM_FLAG_WALL         2  /* -checkpoint_wall elapsed */
+#define MPM_EXIT_CHECKPOINTED 75 /* exit code after a signal: continue with -restart latest (EX_TEMPFAIL) */
+
 typedef struct {
   double  dt;       /* MIN: the stable time step */
   int64_t n;        /* SUM: particles */
   int64_t outside;  /* SUM: particles found outside the domain */
   int64_t bad_id;   /* MIN: id of an outside particle (INT64_MAX if none) */
   double  bad_x[3]; /* its position */
+  int64_t flags;    /* OR: MPM_FLAG_* requests of any rank */
 } MPMStepReduction;
 
 PetscErrorCode MPMParallelSetUp(MPMSim sim);
@@ -269,5 +292,6 @@ PetscErrorCode MPMGlobalOffset(MPI_Comm comm, int64_t local, int64_t *offset, in
 PetscErrorCode MPMAllGatherInt64(MPI_Comm comm, int64_t value, int64_t *all);
 PetscErrorCode MPMBarrier(MPI_Comm comm);
 PetscErrorCode MPMBroadcastInt(MPI_Comm comm, int *value);
+PetscErrorCode MPMBroadcastString(MPI_Comm comm, char *buf, size_t len);
 
 #endif

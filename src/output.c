@@ -5,12 +5,15 @@
  *
  * Files are written to a temporary name and renamed, so a killed run
  * leaves only complete files behind. */
+#define _POSIX_C_SOURCE 200809L /* dirent, unlink under -std=c11 */
 #include "mpm_impl.h"
 #include <hdf5.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <dirent.h>
 #include <errno.h>
 #include <time.h>
+#include <unistd.h>
 
 #define H5CALL(expr) \
   do { \
@@ -67,7 +70,9 @@ static void JsonEscape(const char *in, char *out, size_t len)
   out[j] = 0;
 }
 
-static PetscErrorCode WriteRunRecord(MPMSim sim)
+/* run.json at a fresh start; restart_<step>.json when continuing from a
+ * checkpoint (run.json keeps the original run's record). */
+static PetscErrorCode WriteRunRecord(MPMSim sim, PetscBool restarted)
 {
   char     *esc, *text;
   size_t    len;
@@ -83,9 +88,11 @@ static PetscErrorCode WriteRunRecord(MPMSim sim)
   H5get_libversion(&h5maj, &h5min, &h5rel);
   PetscCall(PetscSNPrintf(text, 2 * len + 4096,
                           "{\n  \"program\": \"granular-mpm\",\n  \"version\": \"%s\",\n  \"petsc\": \"%d.%d.%d\",\n  \"hdf5\": \"%u.%u.%u\",\n"
-                          "  \"ranks\": %d,\n  \"dim\": %" PetscInt_FMT ",\n  \"started\": \"%s\",\n  \"options\": \"%s\"\n}\n",
-                          MPMVersion(), PETSC_VERSION_MAJOR, PETSC_VERSION_MINOR, PETSC_VERSION_SUBMINOR, h5maj, h5min, h5rel, sim->size, sim->dim, stamp, esc));
-  PetscCall(PetscSNPrintf(path, sizeof(path), "%s/run.json", sim->outdir));
+                          "  \"ranks\": %d,\n  \"dim\": %" PetscInt_FMT ",\n  \"started\": \"%s\",\n  \"restart_step\": %" PetscInt_FMT ",\n  \"options\": \"%s\"\n}\n",
+                          MPMVersion(), PETSC_VERSION_MAJOR, PETSC_VERSION_MINOR, PETSC_VERSION_SUBMINOR, h5maj, h5min, h5rel, sim->size, sim->dim, stamp,
+                          restarted ? sim->step : (PetscInt)-1, esc));
+  if (restarted) PetscCall(PetscSNPrintf(path, sizeof(path), "%s/restart_%08" PetscInt_FMT ".json", sim->outdir, sim->step));
+  else PetscCall(PetscSNPrintf(path, sizeof(path), "%s/run.json", sim->outdir));
   PetscCall(WriteFileAtomic(path, text));
   PetscCall(PetscFree2(esc, text));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -93,7 +100,7 @@ static PetscErrorCode WriteRunRecord(MPMSim sim)
 
 /* Files written by rank 0 alone: every rank learns whether it worked, so a
  * failure stops all ranks instead of leaving them waiting in a collective. */
-static PetscErrorCode Rank0Outcome(MPMSim sim, PetscErrorCode ierr, const char *what)
+PetscErrorCode MPMRank0Outcome(MPMSim sim, PetscErrorCode ierr, const char *what)
 {
   int code = (int)ierr;
 
@@ -103,25 +110,81 @@ static PetscErrorCode Rank0Outcome(MPMSim sim, PetscErrorCode ierr, const char *
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode OutputSetUpRank0(MPMSim sim)
+static PetscErrorCode WriteXdmf(MPMSim sim);
+
+/* mkdir -p on rank 0, the outcome known to all ranks. */
+PetscErrorCode MPMOutputMakeDir(MPMSim sim, const char *dir)
+{
+  PetscFunctionBeginUser;
+  PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? MakeDir(dir) : PETSC_SUCCESS, "creating a directory"));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Remove the temporaries a killed run may have left (they never got their
+ * final name, so no reader ever saw them). */
+static void RemoveTemporaries(const char *dir)
+{
+  DIR           *d = opendir(dir);
+  struct dirent *e;
+  char           path[PETSC_MAX_PATH_LEN];
+  if (!d) return;
+  while ((e = readdir(d))) {
+    const size_t len = strlen(e->d_name);
+    if (len > 4 && !strcmp(e->d_name + len - 4, ".tmp")) {
+      snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+      unlink(path);
+    }
+  }
+  closedir(d);
+}
+
+/* On restart, history.csv keeps its rows up to the checkpoint's step (a
+ * killed run may have written rows past it, or half a row). */
+static PetscErrorCode TruncateHistoryRank0(MPMSim sim, const char *path)
+{
+  FILE  *in = fopen(path, "r");
+  char   line[4096], tmp[PETSC_MAX_PATH_LEN];
+  FILE  *out;
+  double t;
+  long   step;
+
+  PetscFunctionBeginUser;
+  if (!in) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscSNPrintf(tmp, sizeof(tmp), "%s.tmp", path));
+  out = fopen(tmp, "w");
+  PetscCheck(out, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot write %s: %s", tmp, strerror(errno));
+  if (fgets(line, sizeof(line), in)) fputs(line, out); /* the header */
+  while (fgets(line, sizeof(line), in))
+    if (strchr(line, '\n') && sscanf(line, "%lf,%ld,", &t, &step) == 2 && step <= sim->step) fputs(line, out);
+  fclose(in);
+  PetscCheck(fclose(out) == 0 && rename(tmp, path) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot rewrite %s", path);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode OutputSetUpRank0(MPMSim sim, PetscBool restarted)
 {
   char path[PETSC_MAX_PATH_LEN];
 
   PetscFunctionBeginUser;
   PetscCall(PetscSNPrintf(path, sizeof(path), "%s/frames", sim->outdir));
   PetscCall(MakeDir(path));
-  PetscCall(WriteRunRecord(sim));
+  RemoveTemporaries(path);
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s/checkpoints", sim->outdir));
+  RemoveTemporaries(path);
+  PetscCall(WriteRunRecord(sim, restarted));
   PetscCall(PetscSNPrintf(path, sizeof(path), "%s/history.csv", sim->outdir));
-  sim->history = fopen(path, "w");
+  if (restarted) PetscCall(TruncateHistoryRank0(sim, path));
+  sim->history = fopen(path, restarted ? "a" : "w");
   PetscCheck(sim->history, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot write %s: %s", path, strerror(errno));
-  fprintf(sim->history, "t,step,particles,mass,momentum_x,momentum_y,momentum_z,kinetic_energy,elastic_energy,dt,vmax\n");
+  if (!restarted) fprintf(sim->history, "t,step,particles,mass,momentum_x,momentum_y,momentum_z,kinetic_energy,elastic_energy,dt,vmax\n");
+  if (restarted) PetscCall(WriteXdmf(sim)); /* the series up to the checkpoint */
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MPMOutputSetUp(MPMSim sim)
+PetscErrorCode MPMOutputSetUp(MPMSim sim, PetscBool restarted)
 {
   PetscFunctionBeginUser;
-  PetscCall(Rank0Outcome(sim, sim->rank == 0 ? OutputSetUpRank0(sim) : PETSC_SUCCESS, "creating the output directory, run.json or history.csv"));
+  PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? OutputSetUpRank0(sim, restarted) : PETSC_SUCCESS, "creating the output directory, run.json or history.csv"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -193,8 +256,9 @@ static PetscErrorCode H5Attributes(MPMSim sim, hid_t file)
 }
 
 /* Derived per-particle output: volume, pressure -tr(sigma)/d and the norm
- * of the deviatoric Cauchy stress, sigma = tau / J. */
-static void DerivedFields(MPMSim sim, double *vol, double *pres, double *sdev)
+ * of the deviatoric Cauchy stress, sigma = tau / J.  Shared with the
+ * Catalyst adaptor (catalyst.c), so both show the same pressure. */
+void MPMDerivedFields(const MPMSim sim, double *vol, double *pres, double *sdev)
 {
   const MPMParticles *p = &sim->p;
   const PetscInt      d = p->dim;
@@ -232,7 +296,7 @@ static PetscErrorCode WriteParticles(MPMSim sim, H5Frame *F)
     pc[q]   = p->pcase[q];
     conn[q] = F->offset + q;
   }
-  DerivedFields(sim, vol, pres, sdev);
+  MPMDerivedFields(sim, vol, pres, sdev);
   PetscCall(H5WriteArray(F, "id", H5T_NATIVE_INT64, 1, p->id));
   PetscCall(H5WriteArray(F, "position", H5T_NATIVE_DOUBLE, 3, xyz));
   PetscCall(H5WriteArray(F, "velocity", H5T_NATIVE_DOUBLE, 3, vel));
@@ -299,19 +363,27 @@ static PetscErrorCode WriteXdmf(MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Add a frame to the list the XDMF series is written from (rank 0). */
+PetscErrorCode MPMOutputRecordFrame(MPMSim sim, double t, int64_t n, PetscInt frame)
+{
+  PetscFunctionBeginUser;
+  if (sim->nframes == sim->capframes) {
+    sim->capframes = 2 * sim->capframes + 16;
+    PetscCall(PetscRealloc(sizeof(MPMFrameRecord) * sim->capframes, &sim->frames));
+  }
+  sim->frames[sim->nframes].t     = t;
+  sim->frames[sim->nframes].n     = n;
+  sim->frames[sim->nframes].frame = frame;
+  sim->nframes++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* Give the frame file its final name and add it to the XDMF series. */
 static PetscErrorCode FrameFinishRank0(MPMSim sim, const char *tmp, const char *path, int64_t total)
 {
   PetscFunctionBeginUser;
   PetscCheck(rename(tmp, path) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot rename %s: %s", tmp, strerror(errno));
-  if (sim->nframes == sim->capframes) {
-    sim->capframes = 2 * sim->capframes + 16;
-    PetscCall(PetscRealloc(sizeof(MPMFrameRecord) * sim->capframes, &sim->frames));
-  }
-  sim->frames[sim->nframes].t     = sim->t;
-  sim->frames[sim->nframes].n     = total;
-  sim->frames[sim->nframes].frame = sim->frame;
-  sim->nframes++;
+  PetscCall(MPMOutputRecordFrame(sim, sim->t, total, sim->frame));
   PetscCall(WriteXdmf(sim));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -340,7 +412,7 @@ PetscErrorCode MPMOutputFrame(MPMSim sim)
   H5CALL(H5Pclose(F.dxpl));
   H5CALL(H5Fclose(F.file));
   PetscCall(MPMBarrier(sim->comm)); /* every rank's data is in the file before it gets its final name */
-  PetscCall(Rank0Outcome(sim, sim->rank == 0 ? FrameFinishRank0(sim, tmp, path, F.total) : PETSC_SUCCESS, "naming the frame or writing particles.xmf"));
+  PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? FrameFinishRank0(sim, tmp, path, F.total) : PETSC_SUCCESS, "naming the frame or writing particles.xmf"));
   sim->frame++;
   PetscCall(PetscLogEventEnd(MPM_EVENT_OUTPUT, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -407,7 +479,7 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
                           sim->step ? sim->dt_lo : 0.0, sim->step ? sim->dt_hi : 0.0, d.mass, d.mom[0], d.mom[1], d.mom[2], d.ke, d.ee, wall, sim->wall_steps, psteps,
                           rate, rate / sim->size, sim->p.bytes, rss[0], rss_sum, sim->frame, counts));
   PetscCall(PetscSNPrintf(path, sizeof(path), "%s/summary.json", sim->outdir));
-  PetscCall(Rank0Outcome(sim, sim->rank == 0 ? WriteFileAtomic(path, text) : PETSC_SUCCESS, "writing summary.json"));
+  PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? WriteFileAtomic(path, text) : PETSC_SUCCESS, "writing summary.json"));
   PetscCall(PetscFree2(text, counts));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -24,6 +24,7 @@ static void step_combine(void *in_, void *inout_, int *len, MPI_Datatype *type)
     inout[i].dt = PetscMin(inout[i].dt, in[i].dt);
     inout[i].n += in[i].n;
     inout[i].outside += in[i].outside;
+    inout[i].flags |= in[i].flags;
     if (in[i].bad_id < inout[i].bad_id) {
       inout[i].bad_id = in[i].bad_id;
       for (int a = 0; a < 3; a++) inout[i].bad_x[a] = in[i].bad_x[a];
@@ -222,6 +223,14 @@ PetscErrorCode MPMBarrier(MPI_Comm comm)
 {
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Barrier(comm));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMBroadcastString(MPI_Comm comm, char *buf, size_t len)
+{
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Bcast(buf, (int)len, MPI_CHAR, 0, comm));
+  buf[len - 1] = 0;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

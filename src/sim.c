@@ -187,6 +187,7 @@ PetscErrorCode MPMSetFromOptions(MPMSim sim)
   PetscCall(MPMRegionsSetUp(sim));
   PetscCall(MPMEmittersSetUp(sim));
   PetscCall(MPMCatalystSetUp(sim));
+  PetscCall(MPMCheckpointSetUp(sim));
   WaveSpeed(sim);
   PetscCheck(sim->dt_fixed == 0 || sim->wave_speed == 0 || sim->dt_fixed <= sim->grid.h / sim->wave_speed, sim->comm, PETSC_ERR_USER_INPUT,
              "-dt %g s exceeds the elastic stability limit dx/c_p = %g s (c_p = %g m/s): the run would blow up; use -dt <= %g or 0 (adaptive)", sim->dt_fixed,
@@ -240,7 +241,8 @@ static PetscErrorCode InitialState(MPMSim sim)
     vmax2 = PetscMax(vmax2, s2);
   }
   for (PetscInt e = 0; e < sim->nem; e++) vmax2 = PetscMax(vmax2, sim->em[e].speed * sim->em[e].speed);
-  red.dt = MPMStableDt(sim, sqrt(vmax2));
+  red.dt    = MPMStableDt(sim, sqrt(vmax2));
+  red.flags = 0;
   PetscCall(MPMGlobalStepReduce(sim->comm, &red));
   PetscCheck(red.outside == 0, sim->comm, PETSC_ERR_USER_INPUT, "Particle %lld was seeded outside the domain at (%g, %g, %g)", (long long)red.bad_id, red.bad_x[0], red.bad_x[1], red.bad_x[2]);
   sim->n_global      = red.n;
@@ -263,41 +265,67 @@ static PetscErrorCode PrintSetup(MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Frames and history rows due after a step. */
+static PetscErrorCode OutputAfterStep(MPMSim sim, PetscLogDouble *t0)
+{
+  PetscLogDouble t1;
+
+  PetscFunctionBeginUser;
+  if (sim->t >= sim->t_next_output * (1 - 1e-12)) {
+    PetscCall(PetscTime(&t1));
+    sim->wall_steps += t1 - *t0;
+    PetscCall(OutputAll(sim));
+    sim->t_next_output += sim->output_dt;
+    PetscCall(PetscTime(t0));
+  } else if (sim->history_interval && sim->step % sim->history_interval == 0) {
+    MPMDiagnostics d;
+    PetscCall(MPMComputeDiagnostics(sim, &d));
+    PetscCall(MPMOutputHistory(sim, &d));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* A fresh start (seed, frame 0) or the state of a checkpoint. */
+static PetscErrorCode StartState(MPMSim sim)
+{
+  PetscBool restarted;
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMCheckpointRestart(sim, &restarted));
+  PetscCall(MPMOutputSetUp(sim, restarted));
+  if (!restarted) PetscCall(InitialState(sim));
+  PetscCall(PrintSetup(sim));
+  if (!restarted) PetscCall(OutputAll(sim));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode MPMRun(MPMSim sim)
 {
   PetscLogDouble t0, t1;
+  PetscBool      stop = PETSC_FALSE;
 
   PetscFunctionBeginUser;
   if (sim->help) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(PetscTime(&sim->wall_start));
-  PetscCall(MPMOutputSetUp(sim));
-  PetscCall(InitialState(sim));
-  PetscCall(PrintSetup(sim));
-  PetscCall(OutputAll(sim));
+  PetscCall(StartState(sim));
+  PetscCall(MPMCheckpointInstallSignals(sim));
   PetscCall(PetscTime(&t0));
-  while (sim->t < sim->t_end * (1 - 1e-12) && (sim->max_steps < 0 || sim->step < sim->max_steps)) {
+  while (!stop && sim->t < sim->t_end * (1 - 1e-12) && (sim->max_steps < 0 || sim->step < sim->max_steps)) {
     PetscCall(MPMStep(sim));
     PetscCall(MPMCatalystCoProcess(sim));
-    if (sim->t >= sim->t_next_output * (1 - 1e-12)) {
-      PetscCall(PetscTime(&t1));
-      sim->wall_steps += t1 - t0;
-      PetscCall(OutputAll(sim));
-      sim->t_next_output += sim->output_dt;
-      PetscCall(PetscTime(&t0));
-    } else if (sim->history_interval && sim->step % sim->history_interval == 0) {
-      MPMDiagnostics d;
-      PetscCall(MPMComputeDiagnostics(sim, &d));
-      PetscCall(MPMOutputHistory(sim, &d));
-    }
+    PetscCall(OutputAfterStep(sim, &t0));
+    PetscCall(MPMCheckpointAfterStep(sim, &stop));
   }
   PetscCall(PetscTime(&t1));
   sim->wall_steps += t1 - t0;
-  if (sim->t > sim->t_last_frame) PetscCall(OutputAll(sim)); /* the final state */
+  if (!stop && sim->t > sim->t_last_frame) PetscCall(OutputAll(sim)); /* the final state */
   PetscCall(MPMOutputSummary(sim));
-  PetscCall(PetscPrintf(sim->comm, "done: %" PetscInt_FMT " steps, t = %g s, %lld particles (%lld deleted), %.3g particle-steps/s\n", sim->step, sim->t,
+  PetscCall(PetscPrintf(sim->comm, "%s: %" PetscInt_FMT " steps, t = %g s, %lld particles (%lld deleted), %.3g particle-steps/s\n", stop ? "stopped" : "done", sim->step, sim->t,
                         (long long)sim->n_global, (long long)sim->n_deleted, sim->wall_steps > 0 ? sim->particle_steps / sim->wall_steps : 0.0));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+
+int MPMExitCode(MPMSim sim) { return sim ? sim->exit_code : 0; }
 
 PetscErrorCode MPMDestroy(MPMSim *simp)
 {

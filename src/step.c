@@ -114,8 +114,10 @@ PetscErrorCode MPMStep(MPMSim sim)
   for (PetscInt e = 0; e < sim->nem; e++) vmax = PetscMax(vmax, sim->em[e].speed);
   PetscCall(MPMMigrate(sim, &red));
   if (sim->sort_interval && sim->step % sim->sort_interval == 0) PetscCall(MPMSortParticles(sim));
-  red.dt = MPMStableDt(sim, vmax);
+  red.dt    = MPMStableDt(sim, vmax);
+  red.flags = MPMCheckpointLocalFlags(sim);
   PetscCall(MPMGlobalStepReduce(sim->comm, &red));
+  sim->step_flags = red.flags;
   PetscCall(CheckInvariants(sim, &red, emitted));
   sim->n_emitted += emitted;
   sim->dt = red.dt;

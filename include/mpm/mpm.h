@@ -22,5 +22,8 @@ PetscErrorCode MPMSetFromOptions(MPMSim sim);
 PetscErrorCode MPMRun(MPMSim sim);
 PetscErrorCode MPMDestroy(MPMSim *sim);
 const char *MPMVersion(void);
+/* 0 after a finished run; 75 (EX_TEMPFAIL) when a signal made the run write
+ * a checkpoint and stop: continue it with -restart latest. */
+int MPMExitCode(MPMSim sim);
 
 #endif

@@ -1,0 +1,426 @@
+/* Checkpoint and restart.
+ *
+ * A checkpoint is one parallel HDF5 file, OUTDIR/checkpoints/ckpt_<step>.h5,
+ * holding every particle field of the field table (so a field added to the
+ * table is checkpointed without further code), the per-rank particle counts
+ * and slab layout, the time-stepping and output state, the emitters' layer
+ * counters and the options.  The jitter and emitter positions come from a
+ * counter-based hash, so there is no other random-number state.  Files are
+ * written under a temporary name and renamed; the newest -checkpoint_keep
+ * are kept.
+ *
+ * Triggers: every -checkpoint_interval steps, every -checkpoint_wall seconds,
+ * and on SIGTERM/SIGUSR1 (Slurm's --signal): the signal only sets a flag;
+ * the step's one reduction spreads it to every rank, the checkpoint is
+ * written at the step boundary and the run exits with MPM_EXIT_CHECKPOINTED.
+ *
+ * Restart (-restart FILE | latest): on the same rank count every rank reads
+ * back exactly its own particles in their order, so the continuation is bit
+ * for bit the uninterrupted run; on another rank count the particles are read
+ * in equal blocks and migrated to their owners. */
+#define _POSIX_C_SOURCE 200809L /* sigaction, dirent, unlink under -std=c11 */
+#include "h5io.h"
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <unistd.h>
+
+static volatile sig_atomic_t caught_signal = 0;
+
+static void OnSignal(int sig) { caught_signal = sig; }
+
+PetscErrorCode MPMCheckpointSetUp(MPMSim sim)
+{
+  PetscFunctionBeginUser;
+  sim->ckpt_keep = 2;
+  PetscOptionsBegin(sim->comm, NULL, "Checkpoint and restart", NULL);
+  PetscCall(PetscOptionsInt("-checkpoint_interval", "Steps between checkpoints (0: none)", NULL, sim->ckpt_interval, &sim->ckpt_interval, NULL));
+  PetscCall(PetscOptionsReal("-checkpoint_wall", "Wall-clock seconds between checkpoints (0: none) [s]", NULL, sim->ckpt_wall, &sim->ckpt_wall, NULL));
+  PetscCall(PetscOptionsInt("-checkpoint_keep", "Number of newest checkpoints kept", NULL, sim->ckpt_keep, &sim->ckpt_keep, NULL));
+  PetscCall(PetscOptionsString("-restart", "Continue from a checkpoint file, or 'latest' in -output_dir/checkpoints (a fresh start if there is none)", NULL, sim->restart,
+                               sim->restart, sizeof(sim->restart), NULL));
+  PetscOptionsEnd();
+  PetscCheck(sim->ckpt_interval >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-checkpoint_interval must be >= 0 steps, got %" PetscInt_FMT, sim->ckpt_interval);
+  PetscCheck(sim->ckpt_wall >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-checkpoint_wall must be >= 0 s, got %g", sim->ckpt_wall);
+  PetscCheck(sim->ckpt_keep >= 1, sim->comm, PETSC_ERR_USER_INPUT, "-checkpoint_keep must be >= 1, got %" PetscInt_FMT, sim->ckpt_keep);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMCheckpointInstallSignals(MPMSim sim)
+{
+  struct sigaction sa;
+
+  PetscFunctionBeginUser;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = OnSignal;
+  sigemptyset(&sa.sa_mask);
+  PetscCheck(sigaction(SIGTERM, &sa, NULL) == 0 && sigaction(SIGUSR1, &sa, NULL) == 0, PETSC_COMM_SELF, PETSC_ERR_SYS, "Cannot install the SIGTERM/SIGUSR1 handlers");
+  PetscCall(PetscTime(&sim->ckpt_last_wall));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* This rank's requests for the step reduction (ORed over ranks). */
+int64_t MPMCheckpointLocalFlags(const MPMSim sim)
+{
+  int64_t        flags = caught_signal ? MPM_FLAG_SIGNAL : 0;
+  PetscLogDouble now;
+  if (sim->ckpt_wall > 0 && PetscTime(&now) == PETSC_SUCCESS && now - sim->ckpt_last_wall >= sim->ckpt_wall) flags |= MPM_FLAG_WALL;
+  return flags;
+}
+
+/* ------------------------------------------------------------------ write */
+static hid_t FieldType(const MPMParticleField *f)
+{
+  switch (f->type) {
+  case MPM_FIELD_REAL: return H5T_NATIVE_DOUBLE;
+  case MPM_FIELD_INT64: return H5T_NATIVE_INT64;
+  case MPM_FIELD_INT32: return H5T_NATIVE_INT32;
+  default: return H5T_NATIVE_UINT8;
+  }
+}
+
+static PetscErrorCode WriteParticles(MPMSim sim, MPMH5File *F)
+{
+  char  name[128];
+  hid_t grp;
+
+  PetscFunctionBeginUser;
+  H5CALL(grp = H5Gcreate2(F->file, "particles", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  H5CALL(H5Gclose(grp));
+  for (int f = 0; f < sim->p.nfield; f++) {
+    const MPMParticleField *fd = &sim->p.field[f];
+    PetscCall(PetscSNPrintf(name, sizeof(name), "particles/%s", fd->name));
+    PetscCall(MPMH5WriteArray(F, name, FieldType(fd), fd->ncomp, *fd->data));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* One entry per rank: this rank's value at row `rank`. */
+static PetscErrorCode WritePerRank(MPMSim sim, hid_t file, const char *name, int64_t value)
+{
+  MPMH5File R = {file, 0, sim->rank, sim->size, 1};
+
+  PetscFunctionBeginUser;
+  H5CALL(R.dxpl = H5Pcreate(H5P_DATASET_XFER));
+  H5CALL(H5Pset_dxpl_mpio(R.dxpl, H5FD_MPIO_COLLECTIVE));
+  PetscCall(MPMH5WriteArray(&R, name, H5T_NATIVE_INT64, 1, &value));
+  H5CALL(H5Pclose(R.dxpl));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The frames written so far (rank 0 keeps the list): t, particle count, number. */
+static PetscErrorCode WriteFrameList(MPMSim sim, hid_t file)
+{
+  int       nf = (int)sim->nframes;
+  double   *t;
+  int64_t  *n, *num;
+  MPMH5File R = {file, 0, 0, 0, 0};
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMBroadcastInt(sim->comm, &nf));
+  R.total = nf;
+  R.n     = sim->rank == 0 ? nf : 0;
+  PetscCall(PetscMalloc3(nf + 1, &t, nf + 1, &n, nf + 1, &num));
+  for (PetscInt f = 0; f < R.n; f++) {
+    t[f]   = sim->frames[f].t;
+    n[f]   = sim->frames[f].n;
+    num[f] = sim->frames[f].frame;
+  }
+  H5CALL(R.dxpl = H5Pcreate(H5P_DATASET_XFER));
+  H5CALL(H5Pset_dxpl_mpio(R.dxpl, H5FD_MPIO_COLLECTIVE));
+  PetscCall(MPMH5WriteArray(&R, "frame_time", H5T_NATIVE_DOUBLE, 1, t));
+  PetscCall(MPMH5WriteArray(&R, "frame_particles", H5T_NATIVE_INT64, 1, n));
+  PetscCall(MPMH5WriteArray(&R, "frame_number", H5T_NATIVE_INT64, 1, num));
+  H5CALL(H5Pclose(R.dxpl));
+  PetscCall(PetscFree3(t, n, num));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode WriteState(MPMSim sim, hid_t file)
+{
+  const double  r[8] = {sim->t, sim->dt, sim->dt_lo, sim->dt_hi, sim->t_next_output, sim->t_last_frame, sim->particle_steps, sim->wall_steps};
+  const int64_t i[8] = {sim->step, sim->frame, sim->n_global, sim->n_deleted, sim->n_emitted, sim->dim, sim->size, (int64_t)sim->seed};
+  const int64_t nodes[3] = {sim->grid.N[0], sim->grid.N[1], sim->grid.N[2]};
+  int64_t       layers[MPM_MAX_NAMES];
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMH5WriteAttr(file, "time_dt_dtlo_dthi_tnext_tlastframe_psteps_wallsteps", H5T_NATIVE_DOUBLE, 8, r));
+  PetscCall(MPMH5WriteAttr(file, "step_frame_n_deleted_emitted_dim_ranks_seed", H5T_NATIVE_INT64, 8, i));
+  PetscCall(MPMH5WriteAttr(file, "grid_nodes", H5T_NATIVE_INT64, 3, nodes));
+  for (PetscInt e = 0; e < sim->nem; e++) layers[e] = sim->em[e].layers;
+  layers[sim->nem] = sim->nem;
+  PetscCall(MPMH5WriteAttr(file, "emitter_layers_and_count", H5T_NATIVE_INT64, (int)sim->nem + 1, layers));
+  PetscCall(MPMH5WriteString(file, "version", MPMVersion()));
+  PetscCall(MPMH5WriteString(file, "options", sim->options_string ? sim->options_string : ""));
+  PetscCall(WritePerRank(sim, file, "particles_per_rank", sim->p.n));
+  PetscCall(WritePerRank(sim, file, "slab_start", sim->grid.slab_start[sim->rank]));
+  PetscCall(WriteFrameList(sim, file));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The step of a file named exactly ckpt_<digits>.h5, or -1 (temporaries and
+ * anything else are ignored). */
+static int CheckpointStep(const char *name)
+{
+  const size_t len = strlen(name);
+  int          step = 0;
+  if (len < 9 || strncmp(name, "ckpt_", 5) || strcmp(name + len - 3, ".h5")) return -1;
+  for (size_t i = 5; i < len - 3; i++) {
+    if (name[i] < '0' || name[i] > '9') return -1;
+    step = 10 * step + (name[i] - '0');
+  }
+  return step;
+}
+
+/* Rank 0: delete all but the newest `keep` checkpoints. */
+static PetscErrorCode PruneRank0(MPMSim sim)
+{
+  char           dir[PETSC_MAX_PATH_LEN], path[PETSC_MAX_PATH_LEN];
+  DIR           *d;
+  struct dirent *e;
+  int            steps[4096], n = 0;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscSNPrintf(dir, sizeof(dir), "%s/checkpoints", sim->outdir));
+  d = opendir(dir);
+  PetscCheck(d, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot list %s: %s", dir, strerror(errno));
+  while ((e = readdir(d)) && n < 4096)
+    if (CheckpointStep(e->d_name) >= 0) steps[n++] = CheckpointStep(e->d_name);
+  closedir(d);
+  PetscCall(PetscSortInt(n, steps));
+  for (int k = 0; k + sim->ckpt_keep < n; k++) {
+    PetscCall(PetscSNPrintf(path, sizeof(path), "%s/ckpt_%08d.h5", dir, steps[k]));
+    PetscCheck(unlink(path) == 0 || errno == ENOENT, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot delete %s: %s", path, strerror(errno));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode FinishRank0(MPMSim sim, const char *tmp, const char *path)
+{
+  PetscFunctionBeginUser;
+  PetscCheck(rename(tmp, path) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot rename %s: %s", tmp, strerror(errno));
+  PetscCall(PruneRank0(sim));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMCheckpointWrite(MPMSim sim)
+{
+  char           dir[PETSC_MAX_PATH_LEN], path[PETSC_MAX_PATH_LEN], tmp[PETSC_MAX_PATH_LEN];
+  MPMH5File      F;
+  PetscLogDouble t0, t1;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_CHECKPOINT, 0, 0, 0, 0));
+  PetscCall(PetscTime(&t0));
+  PetscCall(PetscSNPrintf(dir, sizeof(dir), "%s/checkpoints", sim->outdir));
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s/ckpt_%08" PetscInt_FMT ".h5", dir, sim->step));
+  PetscCall(PetscSNPrintf(tmp, sizeof(tmp), "%s.tmp", path));
+  PetscCall(MPMOutputMakeDir(sim, dir));
+  PetscCall(MPMH5Create(sim->comm, tmp, &F));
+  F.n = sim->p.n;
+  PetscCall(MPMGlobalOffset(sim->comm, F.n, &F.offset, &F.total));
+  PetscCall(WriteParticles(sim, &F));
+  PetscCall(WriteState(sim, F.file));
+  PetscCall(MPMH5Close(&F));
+  PetscCall(MPMBarrier(sim->comm));
+  PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? FinishRank0(sim, tmp, path) : PETSC_SUCCESS, "naming or pruning checkpoints"));
+  PetscCall(PetscTime(&t1));
+  sim->ckpt_last_wall = t1;
+  sim->ckpt_seconds += t1 - t0;
+  sim->ckpt_count++;
+  PetscCall(PetscInfo(NULL, "Checkpoint %s: %lld particles in %.3f s\n", path, (long long)F.total, t1 - t0));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_CHECKPOINT, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMCheckpointAfterStep(MPMSim sim, PetscBool *stop)
+{
+  const PetscBool signal = (sim->step_flags & MPM_FLAG_SIGNAL) ? PETSC_TRUE : PETSC_FALSE;
+  const PetscBool due    = (sim->ckpt_interval && sim->step % sim->ckpt_interval == 0) || (sim->step_flags & MPM_FLAG_WALL) || signal;
+
+  PetscFunctionBeginUser;
+  *stop = signal;
+  if (!due) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(MPMCheckpointWrite(sim));
+  if (signal) {
+    sim->exit_code = MPM_EXIT_CHECKPOINTED;
+    PetscCall(PetscPrintf(sim->comm, "signal received: checkpoint at step %" PetscInt_FMT " (t = %g s) written to %s/checkpoints; exiting with code %d (restart with -restart latest)\n",
+                          sim->step, sim->t, sim->outdir, MPM_EXIT_CHECKPOINTED));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ---------------------------------------------------------------- restart */
+/* Rank 0: the newest complete checkpoint in OUTDIR/checkpoints ("" if none). */
+static void LatestRank0(MPMSim sim, char *path, size_t len)
+{
+  char           dir[PETSC_MAX_PATH_LEN + 16];
+  DIR           *d;
+  struct dirent *e;
+  int            best = -1;
+
+  path[0] = 0;
+  snprintf(dir, sizeof(dir), "%s/checkpoints", sim->outdir);
+  if (!(d = opendir(dir))) return;
+  while ((e = readdir(d))) best = PetscMax(best, CheckpointStep(e->d_name));
+  closedir(d);
+  if (best >= 0 && (size_t)snprintf(path, len, "%s/ckpt_%08d.h5", dir, best) >= len) path[0] = 0; /* too long: treat as none */
+}
+
+static PetscErrorCode ReadState(MPMSim sim, hid_t file, const char *what, int64_t *ranks)
+{
+  double  r[8];
+  int64_t i[8], nodes[3], layers[MPM_MAX_NAMES];
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMH5ReadAttr(file, "step_frame_n_deleted_emitted_dim_ranks_seed", H5T_NATIVE_INT64, 8, i, what));
+  PetscCheck(i[5] == sim->dim, sim->comm, PETSC_ERR_USER_INPUT, "%s is %lldD but the deck is %" PetscInt_FMT "D (-dim)", what, (long long)i[5], sim->dim);
+  PetscCall(MPMH5ReadAttr(file, "grid_nodes", H5T_NATIVE_INT64, 3, nodes, what));
+  PetscCheck(nodes[0] == sim->grid.N[0] && nodes[1] == sim->grid.N[1] && nodes[2] == sim->grid.N[2], sim->comm, PETSC_ERR_USER_INPUT,
+             "%s was written on a grid of %lld x %lld x %lld nodes, the deck gives %" PetscInt_FMT " x %" PetscInt_FMT " x %" PetscInt_FMT " (-domain_lo/-domain_hi/-dx)", what,
+             (long long)nodes[0], (long long)nodes[1], (long long)nodes[2], sim->grid.N[0], sim->grid.N[1], sim->grid.N[2]);
+  PetscCall(MPMH5ReadAttr(file, "emitter_layers_and_count", H5T_NATIVE_INT64, (int)sim->nem + 1, layers, what));
+  for (PetscInt e = 0; e < sim->nem; e++) sim->em[e].layers = layers[e];
+  PetscCall(MPMH5ReadAttr(file, "time_dt_dtlo_dthi_tnext_tlastframe_psteps_wallsteps", H5T_NATIVE_DOUBLE, 8, r, what));
+  sim->t              = r[0];
+  sim->dt             = r[1];
+  sim->dt_lo          = r[2];
+  sim->dt_hi          = r[3];
+  sim->t_next_output  = r[4];
+  sim->t_last_frame   = r[5];
+  sim->particle_steps = r[6];
+  sim->wall_steps     = r[7];
+  sim->step           = (PetscInt)i[0];
+  sim->frame          = (PetscInt)i[1];
+  sim->n_global       = i[2];
+  sim->n_deleted      = i[3];
+  sim->n_emitted      = i[4];
+  *ranks              = i[6];
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode ReadFrameList(MPMSim sim, MPMH5File *F, const char *what)
+{
+  hid_t     d, sp;
+  hsize_t   n = 0;
+  MPMH5File R = *F;
+  double   *t;
+  int64_t  *np, *num;
+
+  PetscFunctionBeginUser;
+  PetscCheck(MPMH5Exists(F->file, "frame_time"), sim->comm, PETSC_ERR_FILE_UNEXPECTED, "%s has no dataset frame_time", what);
+  H5CALL(d = H5Dopen2(F->file, "frame_time", H5P_DEFAULT));
+  H5CALL(sp = H5Dget_space(d));
+  H5CALL(H5Sget_simple_extent_dims(sp, &n, NULL));
+  H5CALL(H5Sclose(sp));
+  H5CALL(H5Dclose(d));
+  R.offset = 0;
+  R.total  = (int64_t)n;
+  R.n      = sim->rank == 0 ? (int64_t)n : 0;
+  PetscCall(PetscMalloc3(n + 1, &t, n + 1, &np, n + 1, &num));
+  PetscCall(MPMH5ReadArray(&R, "frame_time", H5T_NATIVE_DOUBLE, 1, t, what));
+  PetscCall(MPMH5ReadArray(&R, "frame_particles", H5T_NATIVE_INT64, 1, np, what));
+  PetscCall(MPMH5ReadArray(&R, "frame_number", H5T_NATIVE_INT64, 1, num, what));
+  sim->nframes = 0;
+  for (int64_t f = 0; f < R.n; f++) PetscCall(MPMOutputRecordFrame(sim, t[f], np[f], (PetscInt)num[f]));
+  PetscCall(PetscFree3(t, np, num));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* This rank's rows: its own block on the same rank count, an equal share otherwise. */
+static PetscErrorCode ReadParticles(MPMSim sim, MPMH5File *F, int64_t ranks, const char *what)
+{
+  char      name[128];
+  int64_t  *ppr;
+  PetscInt  start;
+  MPMH5File R = *F;
+
+  PetscFunctionBeginUser;
+  F->total = sim->n_global;
+  if (ranks == sim->size) {
+    PetscCall(PetscMalloc1(sim->size, &ppr));
+    R.offset = sim->rank;
+    R.n      = 1;
+    R.total  = sim->size;
+    PetscCall(MPMH5ReadArray(&R, "particles_per_rank", H5T_NATIVE_INT64, 1, ppr, what));
+    F->n = ppr[0];
+    PetscCall(MPMGlobalOffset(sim->comm, F->n, &F->offset, &R.total));
+    PetscCheck(R.total == sim->n_global, sim->comm, PETSC_ERR_FILE_UNEXPECTED, "%s: per-rank counts add up to %lld, not %lld particles", what, (long long)R.total, (long long)sim->n_global);
+    PetscCall(PetscFree(ppr));
+  } else {
+    F->offset = sim->n_global * sim->rank / sim->size;
+    F->n      = sim->n_global * (sim->rank + 1) / sim->size - F->offset;
+  }
+  PetscCall(MPMParticlesGrow(&sim->p, (PetscInt)F->n, &start));
+  for (int f = 0; f < sim->p.nfield; f++) {
+    const MPMParticleField *fd = &sim->p.field[f];
+    PetscCall(PetscSNPrintf(name, sizeof(name), "particles/%s", fd->name));
+    PetscCall(MPMH5ReadArray(F, name, FieldType(fd), fd->ncomp, *fd->data, what));
+  }
+  for (PetscInt q = 0; q < sim->p.n; q++)
+    PetscCheck(sim->p.mat[q] >= 0 && sim->p.mat[q] < sim->nmat, PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "%s: particle %lld has material %d, but -materials lists %" PetscInt_FMT,
+               what, (long long)sim->p.id[q], (int)sim->p.mat[q], sim->nmat);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Same rank count: the checkpoint's slab layout must be this run's (the
+ * particle blocks were written per slab). */
+static PetscErrorCode CheckSlabs(MPMSim sim, MPMH5File *F, const char *what)
+{
+  int64_t   s0;
+  MPMH5File R = *F;
+
+  PetscFunctionBeginUser;
+  R.offset = sim->rank;
+  R.n      = 1;
+  R.total  = sim->size;
+  PetscCall(MPMH5ReadArray(&R, "slab_start", H5T_NATIVE_INT64, 1, &s0, what));
+  PetscCheck(s0 == sim->grid.slab_start[sim->rank], PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "%s: rank %d's slab started at node %lld, now at %" PetscInt_FMT " (-slab_axis changed?)",
+             what, sim->rank, (long long)s0, sim->grid.slab_start[sim->rank]);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMCheckpointRestart(MPMSim sim, PetscBool *restarted)
+{
+  char             path[PETSC_MAX_PATH_LEN], what[PETSC_MAX_PATH_LEN + 32];
+  MPMH5File        F;
+  PetscBool        ok, latest;
+  int64_t          ranks = 0;
+  MPMStepReduction red;
+
+  PetscFunctionBeginUser;
+  *restarted = PETSC_FALSE;
+  if (!sim->restart[0]) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscStrcmp(sim->restart, "latest", &latest));
+  if (latest) {
+    if (sim->rank == 0) LatestRank0(sim, path, sizeof(path));
+    PetscCall(MPMBroadcastString(sim->comm, path, sizeof(path)));
+    if (!path[0]) {
+      PetscCall(PetscPrintf(sim->comm, "-restart latest: no checkpoint in %s/checkpoints, starting from the beginning\n", sim->outdir));
+      PetscFunctionReturn(PETSC_SUCCESS);
+    }
+  } else PetscCall(PetscStrncpy(path, sim->restart, sizeof(path)));
+  PetscCall(PetscSNPrintf(what, sizeof(what), "checkpoint %s", path));
+  PetscCheck(access(path, R_OK) == 0, sim->comm, PETSC_ERR_USER_INPUT, "-restart: cannot read %s", path);
+  PetscCall(MPMH5Open(sim->comm, path, &F, &ok));
+  PetscCheck(ok, sim->comm, PETSC_ERR_USER_INPUT, "-restart: %s is damaged or not an HDF5 checkpoint (truncated or overwritten?)", path);
+  PetscCall(ReadState(sim, F.file, what, &ranks));
+  if (ranks == sim->size) PetscCall(CheckSlabs(sim, &F, what));
+  PetscCall(ReadParticles(sim, &F, ranks, what));
+  PetscCall(ReadFrameList(sim, &F, what));
+  PetscCall(MPMH5Close(&F));
+  if (ranks != sim->size) { /* to the owners, then into cache order */
+    PetscCall(MPMMigrate(sim, &red));
+    red.dt    = sim->dt;
+    red.flags = 0;
+    PetscCall(MPMGlobalStepReduce(sim->comm, &red));
+    PetscCheck(red.n == sim->n_global && red.outside == 0, sim->comm, PETSC_ERR_PLIB, "%s: %lld particles after redistribution (%lld outside), expected %lld", what,
+               (long long)red.n, (long long)red.outside, (long long)sim->n_global);
+    if (sim->sort_interval) PetscCall(MPMSortParticles(sim));
+  }
+  *restarted = PETSC_TRUE;
+  PetscCall(PetscPrintf(sim->comm, "restarted from %s: step %" PetscInt_FMT ", t = %g s, %lld particles, written on %lld rank%s\n", path, sim->step, sim->t,
+                        (long long)sim->n_global, (long long)ranks, ranks > 1 ? "s" : ""));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
