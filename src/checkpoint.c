@@ -309,7 +309,7 @@ static PetscErrorCode ReadFrameList(MPMSim sim, MPMH5File *F, const char *what)
   int64_t  *np, *num;
 
   PetscFunctionBeginUser;
-  PetscCheck(MPMH5Exists(F->file, "frame_time"), sim->comm, PETSC_ERR_FILE_UNEXPECTED, "%s has no dataset frame_time", what);
+  PetscCheck(MPMH5Exists(F->file, "frame_time"), sim->comm, PETSC_ERR_USER_INPUT, "%s has no dataset frame_time", what);
   H5CALL(d = H5Dopen2(F->file, "frame_time", H5P_DEFAULT));
   H5CALL(sp = H5Dget_space(d));
   H5CALL(H5Sget_simple_extent_dims(sp, &n, NULL));
@@ -346,7 +346,7 @@ static PetscErrorCode ReadParticles(MPMSim sim, MPMH5File *F, int64_t ranks, con
     PetscCall(MPMH5ReadArray(&R, "particles_per_rank", H5T_NATIVE_INT64, 1, ppr, what));
     F->n = ppr[0];
     PetscCall(MPMGlobalOffset(sim->comm, F->n, &F->offset, &R.total));
-    PetscCheck(R.total == sim->n_global, sim->comm, PETSC_ERR_FILE_UNEXPECTED, "%s: per-rank counts add up to %lld, not %lld particles", what, (long long)R.total, (long long)sim->n_global);
+    PetscCheck(R.total == sim->n_global, sim->comm, PETSC_ERR_USER_INPUT, "%s: per-rank counts add up to %lld, not %lld particles", what, (long long)R.total, (long long)sim->n_global);
     PetscCall(PetscFree(ppr));
   } else {
     F->offset = sim->n_global * sim->rank / sim->size;
@@ -364,20 +364,30 @@ static PetscErrorCode ReadParticles(MPMSim sim, MPMH5File *F, int64_t ranks, con
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Same rank count: the checkpoint's slab layout must be this run's (the
- * particle blocks were written per slab). */
-static PetscErrorCode CheckSlabs(MPMSim sim, MPMH5File *F, const char *what)
+/* Same rank count: take the checkpoint's slab layout (load balancing may
+ * have moved it), since each rank's particle block belongs to its slab. */
+static PetscErrorCode RestoreSlabs(MPMSim sim, MPMH5File *F, const char *what)
 {
-  int64_t   s0;
+  int64_t  *s;
+  PetscInt *start;
+  PetscBool same = PETSC_TRUE;
   MPMH5File R = *F;
 
   PetscFunctionBeginUser;
-  R.offset = sim->rank;
-  R.n      = 1;
+  PetscCall(PetscMalloc2(sim->size, &s, sim->size + 1, &start));
+  R.offset = 0;
+  R.n      = sim->size;
   R.total  = sim->size;
-  PetscCall(MPMH5ReadArray(&R, "slab_start", H5T_NATIVE_INT64, 1, &s0, what));
-  PetscCheck(s0 == sim->grid.slab_start[sim->rank], PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "%s: rank %d's slab started at node %lld, now at %" PetscInt_FMT " (-slab_axis changed?)",
-             what, sim->rank, (long long)s0, sim->grid.slab_start[sim->rank]);
+  PetscCall(MPMH5ReadArray(&R, "slab_start", H5T_NATIVE_INT64, 1, s, what));
+  for (PetscMPIInt r = 0; r < sim->size; r++) {
+    start[r] = (PetscInt)s[r];
+    same     = same && start[r] == sim->grid.slab_start[r];
+  }
+  start[sim->size] = sim->grid.N[sim->grid.slab_axis];
+  for (PetscMPIInt r = 0; r < sim->size; r++)
+    PetscCheck(start[r + 1] - start[r] >= 2, sim->comm, PETSC_ERR_USER_INPUT, "%s: its slab layout does not fit this grid (-slab_axis or -dx changed?)", what);
+  if (!same) PetscCall(MPMGridSetSlabs(sim, start));
+  PetscCall(PetscFree2(s, start));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -406,7 +416,7 @@ PetscErrorCode MPMCheckpointRestart(MPMSim sim, PetscBool *restarted)
   PetscCall(MPMH5Open(sim->comm, path, &F, &ok));
   PetscCheck(ok, sim->comm, PETSC_ERR_USER_INPUT, "-restart: %s is damaged or not an HDF5 checkpoint (truncated or overwritten?)", path);
   PetscCall(ReadState(sim, F.file, what, &ranks));
-  if (ranks == sim->size) PetscCall(CheckSlabs(sim, &F, what));
+  if (ranks == sim->size) PetscCall(RestoreSlabs(sim, &F, what));
   PetscCall(ReadParticles(sim, &F, ranks, what));
   PetscCall(ReadFrameList(sim, &F, what));
   PetscCall(MPMH5Close(&F));

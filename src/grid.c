@@ -56,7 +56,7 @@ static PetscErrorCode GridCheckOptions(MPMSim sim, GridOptions *o, MPMGrid *g)
 
 /* Equal split of the N nodes along the slab axis; every slab must hold at
  * least the ghost width. */
-static PetscErrorCode GridSlabLayout(MPMSim sim, MPMGrid *g, PetscInt *count)
+static PetscErrorCode GridEqualSlabs(MPMSim sim, MPMGrid *g, PetscInt *start)
 {
   const PetscInt N = g->N[g->slab_axis], P = sim->size;
 
@@ -64,33 +64,59 @@ static PetscErrorCode GridSlabLayout(MPMSim sim, MPMGrid *g, PetscInt *count)
   PetscCheck(N / P >= 2, sim->comm, PETSC_ERR_USER_INPUT,
              "%d ranks are too many for %" PetscInt_FMT " grid nodes along the slab axis %s (each slab needs >= 2 node planes): use fewer ranks or a smaller -dx",
              sim->size, N, AxisNames[g->slab_axis]);
-  g->nslab = P;
-  PetscCall(PetscMalloc1(P + 1, &g->slab_start));
-  g->slab_start[0] = 0;
-  for (PetscInt r = 0; r < P; r++) {
-    count[r]             = N / P + (r < N % P ? 1 : 0);
-    g->slab_start[r + 1] = g->slab_start[r] + count[r];
-  }
+  start[0] = 0;
+  for (PetscInt r = 0; r < P; r++) start[r + 1] = start[r] + N / P + (r < N % P ? 1 : 0);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode GridCreateDMDA(MPMSim sim, MPMGrid *g, const PetscInt *count)
+/* The DMDA with slab r owning node planes [start[r], start[r+1]) along the
+ * slab axis, its vectors, and the ghosted box the kernels see. */
+static PetscErrorCode GridLayout(MPMSim sim, MPMGrid *g, const PetscInt *start)
 {
   const PetscInt  s = 2; /* ghost width: the stencil of a particle in the last owned cell reaches 2 nodes past it */
-  PetscInt        procs[3] = {1, 1, 1};
+  PetscInt        procs[3] = {1, 1, 1}, *count, gs[3], gn[3];
   const PetscInt *l[3]     = {NULL, NULL, NULL};
 
   PetscFunctionBeginUser;
-  procs[g->slab_axis] = sim->size;
-  l[g->slab_axis]     = count;
+  PetscCall(PetscMalloc1(sim->size, &count));
+  for (PetscInt r = 0; r < sim->size; r++) {
+    count[r]          = start[r + 1] - start[r];
+    g->slab_start[r]  = start[r];
+  }
+  g->slab_start[sim->size] = start[sim->size];
+  procs[g->slab_axis]      = sim->size;
+  l[g->slab_axis]          = count;
   if (g->dim == 2)
     PetscCall(DMDACreate2d(sim->comm, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, g->N[0], g->N[1], procs[0], procs[1], g->dof, s, l[0], l[1], &g->da));
   else
     PetscCall(DMDACreate3d(sim->comm, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, g->N[0], g->N[1], g->N[2], procs[0], procs[1], procs[2], g->dof, s,
                            l[0], l[1], l[2], &g->da));
+  PetscCall(PetscFree(count));
   PetscCall(DMSetUp(g->da));
   PetscCall(DMCreateGlobalVector(g->da, &g->global));
   PetscCall(DMCreateLocalVector(g->da, &g->local));
+  PetscCall(DMDAGetCorners(g->da, &g->xs[0], &g->xs[1], &g->xs[2], &g->xm[0], &g->xm[1], &g->xm[2]));
+  PetscCall(DMDAGetGhostCorners(g->da, &gs[0], &gs[1], &gs[2], &gn[0], &gn[1], &gn[2]));
+  g->own_lo = g->xs[g->slab_axis];
+  g->own_hi = g->xs[g->slab_axis] + g->xm[g->slab_axis];
+  for (PetscInt a = 0; a < 3; a++) {
+    g->box.gs[a] = (int)gs[a];
+    g->box.gn[a] = (int)(a < g->dim ? gn[a] : 1);
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Move the slab boundaries (load balancing, restart): a new DMDA; the
+ * caller migrates the particles to their new owners. */
+PetscErrorCode MPMGridSetSlabs(MPMSim sim, const PetscInt *start)
+{
+  MPMGrid *g = &sim->grid;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecDestroy(&g->global));
+  PetscCall(VecDestroy(&g->local));
+  PetscCall(DMDestroy(&g->da));
+  PetscCall(GridLayout(sim, g, start));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -98,7 +124,7 @@ PetscErrorCode MPMGridSetUp(MPMSim sim)
 {
   MPMGrid    *g = &sim->grid;
   GridOptions o;
-  PetscInt   *count, gs[3], gn[3];
+  PetscInt   *start;
 
   PetscFunctionBeginUser;
   PetscCall(GridReadOptions(sim, &o));
@@ -119,23 +145,17 @@ PetscErrorCode MPMGridSetUp(MPMSim sim)
     for (PetscInt a = 1; a < g->dim; a++)
       if (g->cells[a] > g->cells[g->slab_axis]) g->slab_axis = a;
   }
-  PetscCall(PetscMalloc1(sim->size, &count));
-  PetscCall(GridSlabLayout(sim, g, count));
-  PetscCall(GridCreateDMDA(sim, g, count));
-  PetscCall(PetscFree(count));
-  PetscCall(DMDAGetCorners(g->da, &g->xs[0], &g->xs[1], &g->xs[2], &g->xm[0], &g->xm[1], &g->xm[2]));
-  PetscCall(DMDAGetGhostCorners(g->da, &gs[0], &gs[1], &gs[2], &gn[0], &gn[1], &gn[2]));
-  g->own_lo        = g->xs[g->slab_axis];
-  g->own_hi        = g->xs[g->slab_axis] + g->xm[g->slab_axis];
-  g->box.dim       = (int)g->dim;
-  g->box.order     = (int)g->order;
-  g->box.dof       = (int)g->dof;
-  g->box.h         = g->h;
-  for (PetscInt a = 0; a < 3; a++) {
-    g->box.origin[a] = g->lo[a] - g->pad * g->h * (a < g->dim);
-    g->box.gs[a]     = (int)gs[a];
-    g->box.gn[a]     = (int)(a < g->dim ? gn[a] : 1);
-  }
+  g->box.dim   = (int)g->dim;
+  g->box.order = (int)g->order;
+  g->box.dof   = (int)g->dof;
+  g->box.h     = g->h;
+  for (PetscInt a = 0; a < 3; a++) g->box.origin[a] = g->lo[a] - g->pad * g->h * (a < g->dim);
+  g->nslab = sim->size;
+  PetscCall(PetscMalloc1(sim->size + 1, &g->slab_start));
+  PetscCall(PetscMalloc1(sim->size + 1, &start));
+  PetscCall(GridEqualSlabs(sim, g, start));
+  PetscCall(GridLayout(sim, g, start));
+  PetscCall(PetscFree(start));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -1,4 +1,5 @@
-/* Parallel HDF5 helpers (see h5io.h).  Every call here is collective over
+/* Parallel HDF5 helpers (see h5io.h).  Problems with a file someone gave us
+ * (missing or misshapen datasets) are input errors.  Every call here is collective over
  * the file's communicator except the attribute reads. */
 #include "h5io.h"
 
@@ -94,12 +95,12 @@ PetscErrorCode MPMH5ReadArray(MPMH5File *F, const char *name, hid_t type, int nc
   int     rank;
 
   PetscFunctionBeginUser;
-  PetscCheck(MPMH5Exists(F->file, name), PETSC_COMM_WORLD, PETSC_ERR_FILE_UNEXPECTED, "%s has no dataset %s", what, name);
+  PetscCheck(MPMH5Exists(F->file, name), PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "%s has no dataset %s", what, name);
   H5CALL(dset = H5Dopen2(F->file, name, H5P_DEFAULT));
   H5CALL(dspace = H5Dget_space(dset));
   H5CALL(rank = H5Sget_simple_extent_dims(dspace, dims, NULL));
   H5CALL(H5Sclose(dspace));
-  PetscCheck((int64_t)dims[0] == F->total && (rank == 1 ? 1 : (int)dims[1]) == ncols, PETSC_COMM_WORLD, PETSC_ERR_FILE_UNEXPECTED,
+  PetscCheck((int64_t)dims[0] == F->total && (rank == 1 ? 1 : (int)dims[1]) == ncols, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT,
              "%s: dataset %s has %llu x %d entries, expected %lld x %d", what, name, (unsigned long long)dims[0], rank == 1 ? 1 : (int)dims[1], (long long)F->total, ncols);
   PetscCall(RowBlock(F, ncols, &fspace, &mspace));
   if (F->total > 0) H5CALL(H5Dread(dset, type, mspace, fspace, F->dxpl, F->n > 0 ? data : (void *)dummy));
@@ -129,12 +130,12 @@ PetscErrorCode MPMH5ReadAttr(hid_t file, const char *name, hid_t type, int n, vo
   hssize_t npts;
 
   PetscFunctionBeginUser;
-  PetscCheck(H5Aexists(file, name) > 0, PETSC_COMM_WORLD, PETSC_ERR_FILE_UNEXPECTED, "%s has no attribute %s", what, name);
+  PetscCheck(H5Aexists(file, name) > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "%s has no attribute %s", what, name);
   H5CALL(a = H5Aopen(file, name, H5P_DEFAULT));
   H5CALL(sp = H5Aget_space(a));
   H5CALL(npts = H5Sget_simple_extent_npoints(sp));
   H5CALL(H5Sclose(sp));
-  PetscCheck(npts == n, PETSC_COMM_WORLD, PETSC_ERR_FILE_UNEXPECTED, "%s: attribute %s has %lld values, expected %d", what, name, (long long)npts, n);
+  PetscCheck(npts == n, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "%s: attribute %s has %lld values, expected %d", what, name, (long long)npts, n);
   H5CALL(H5Aread(a, type, data));
   H5CALL(H5Aclose(a));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -164,7 +165,7 @@ PetscErrorCode MPMH5ReadString(hid_t file, const char *name, char **value, const
   size_t len;
 
   PetscFunctionBeginUser;
-  PetscCheck(H5Aexists(file, name) > 0, PETSC_COMM_WORLD, PETSC_ERR_FILE_UNEXPECTED, "%s has no attribute %s", what, name);
+  PetscCheck(H5Aexists(file, name) > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "%s has no attribute %s", what, name);
   H5CALL(a = H5Aopen(file, name, H5P_DEFAULT));
   H5CALL(t = H5Aget_type(a));
   len = H5Tget_size(t);

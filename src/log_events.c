@@ -3,7 +3,7 @@
 #include "mpm_impl.h"
 
 PetscLogEvent MPM_EVENT_P2G, MPM_EVENT_GRID_UPDATE, MPM_EVENT_G2P, MPM_EVENT_CONSTITUTIVE, MPM_EVENT_MIGRATE, MPM_EVENT_GHOST,
-  MPM_EVENT_OUTPUT, MPM_EVENT_SORT, MPM_EVENT_SEED, MPM_EVENT_REDUCE, MPM_EVENT_CHECKPOINT, MPM_EVENT_CATALYST;
+  MPM_EVENT_OUTPUT, MPM_EVENT_SORT, MPM_EVENT_SEED, MPM_EVENT_REDUCE, MPM_EVENT_CHECKPOINT, MPM_EVENT_CATALYST, MPM_EVENT_BALANCE;
 
 PetscErrorCode MPMLogEventsRegister(void)
 {
@@ -25,6 +25,7 @@ PetscErrorCode MPMLogEventsRegister(void)
   PetscCall(PetscLogEventRegister("MPMSeed", classid, &MPM_EVENT_SEED));
   PetscCall(PetscLogEventRegister("MPMStepReduce", classid, &MPM_EVENT_REDUCE));
   PetscCall(PetscLogEventRegister("MPMCheckpoint", classid, &MPM_EVENT_CHECKPOINT));
+  PetscCall(PetscLogEventRegister("MPMBalance", classid, &MPM_EVENT_BALANCE));
   PetscCall(PetscLogEventRegister("MPMCatalyst", classid, &MPM_EVENT_CATALYST));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

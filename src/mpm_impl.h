@@ -28,7 +28,7 @@ PetscErrorCode MPMOptionsFreeNames(char **names, PetscInt n);
 
 /* ---------------------------------------------------------------- events */
 extern PetscLogEvent MPM_EVENT_P2G, MPM_EVENT_GRID_UPDATE, MPM_EVENT_G2P, MPM_EVENT_CONSTITUTIVE, MPM_EVENT_MIGRATE,
-  MPM_EVENT_GHOST, MPM_EVENT_OUTPUT, MPM_EVENT_SORT, MPM_EVENT_SEED, MPM_EVENT_REDUCE, MPM_EVENT_CHECKPOINT, MPM_EVENT_CATALYST;
+  MPM_EVENT_GHOST, MPM_EVENT_OUTPUT, MPM_EVENT_SORT, MPM_EVENT_SEED, MPM_EVENT_REDUCE, MPM_EVENT_CHECKPOINT, MPM_EVENT_CATALYST, MPM_EVENT_BALANCE;
 PetscErrorCode MPMLogEventsRegister(void);
 
 /* ------------------------------------------------------------- particles */
@@ -224,6 +224,9 @@ struct _p_MPMSim {
   PetscLogDouble  ckpt_last_wall;
   char            restart[PETSC_MAX_PATH_LEN];
   int64_t         step_flags; /* MPM_FLAG_* of the last step's reduction */
+  double          imbalance;  /* max/mean particles per rank after the last step */
+  double          balance_threshold; /* balance.c */
+  PetscInt        balance_next, balance_wait, rebalances;
   int             exit_code;  /* 0, or MPM_EXIT_CHECKPOINTED */
   PetscBool       catalyst_on;        /* in-situ visualization (catalyst.c) */
   PetscInt        catalyst_interval;
@@ -237,6 +240,7 @@ PetscErrorCode MPMSortParticles(MPMSim sim);
 
 /* grid.c */
 PetscErrorCode MPMGridSetUp(MPMSim sim);
+PetscErrorCode MPMGridSetSlabs(MPMSim sim, const PetscInt *start);
 PetscErrorCode MPMGridDestroy(MPMGrid *g);
 PetscErrorCode MPMGridUpdate(MPMSim sim, double dt);
 PetscInt       MPMGridSlabOwner(const MPMGrid *g, PetscInt cell);
@@ -252,6 +256,10 @@ PetscErrorCode MPMOutputHistory(MPMSim sim, const MPMDiagnostics *d);
 PetscErrorCode MPMOutputSummary(MPMSim sim);
 PetscErrorCode MPMOutputFinalize(MPMSim sim);
 void           MPMDerivedFields(const MPMSim sim, double *vol, double *pres, double *sdev);
+
+/* balance.c */
+PetscErrorCode MPMBalanceSetUp(MPMSim sim);
+PetscErrorCode MPMBalanceAfterStep(MPMSim sim);
 
 /* checkpoint.c */
 PetscErrorCode MPMCheckpointSetUp(MPMSim sim);
@@ -278,6 +286,7 @@ typedef struct {
   int64_t bad_id;   /* MIN: id of an outside particle (INT64_MAX if none) */
   double  bad_x[3]; /* its position */
   int64_t flags;    /* OR: MPM_FLAG_* requests of any rank */
+  int64_t nmax;     /* MAX: particles on the fullest rank */
 } MPMStepReduction;
 
 PetscErrorCode MPMParallelSetUp(MPMSim sim);
@@ -288,6 +297,7 @@ PetscErrorCode MPMMigrate(MPMSim sim, MPMStepReduction *red);
 PetscErrorCode MPMGlobalStepReduce(MPI_Comm comm, MPMStepReduction *red);
 PetscErrorCode MPMGlobalSum(MPI_Comm comm, double *buf, PetscInt n);
 PetscErrorCode MPMGlobalMax(MPI_Comm comm, double *buf, PetscInt n);
+PetscErrorCode MPMGlobalSumInt64(MPI_Comm comm, int64_t *buf, PetscInt n);
 PetscErrorCode MPMGlobalOffset(MPI_Comm comm, int64_t local, int64_t *offset, int64_t *total);
 PetscErrorCode MPMAllGatherInt64(MPI_Comm comm, int64_t value, int64_t *all);
 PetscErrorCode MPMBarrier(MPI_Comm comm);

@@ -25,6 +25,7 @@ static void step_combine(void *in_, void *inout_, int *len, MPI_Datatype *type)
     inout[i].n += in[i].n;
     inout[i].outside += in[i].outside;
     inout[i].flags |= in[i].flags;
+    inout[i].nmax = PetscMax(inout[i].nmax, in[i].nmax);
     if (in[i].bad_id < inout[i].bad_id) {
       inout[i].bad_id = in[i].bad_id;
       for (int a = 0; a < 3; a++) inout[i].bad_x[a] = in[i].bad_x[a];
@@ -163,7 +164,8 @@ PetscErrorCode MPMMigrate(MPMSim sim, MPMStepReduction *red)
   PetscCall(MPMParticlesCompact(p, keep));
   PetscCall(MPMParticlesGrow(p, nrecv, &start));
   for (PetscInt q = 0; q < nrecv; q++) MPMParticlesUnpack(p, start + q, rbuf + B * (size_t)q);
-  red->n = p->n;
+  red->n    = p->n;
+  red->nmax = p->n;
   PetscCall(PetscFree3(sbuf, rbuf, req));
   PetscCall(PetscFree2(dest, keep));
   PetscCall(PetscFree4(scount, rcount, soff, roff));
@@ -187,6 +189,13 @@ PetscErrorCode MPMGlobalSum(MPI_Comm comm, double *buf, PetscInt n)
 {
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_DOUBLE, MPI_SUM, comm));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMGlobalSumInt64(MPI_Comm comm, int64_t *buf, PetscInt n)
+{
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Allreduce(MPI_IN_PLACE, buf, (int)n, MPI_INT64_T, MPI_SUM, comm));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -188,6 +188,7 @@ PetscErrorCode MPMSetFromOptions(MPMSim sim)
   PetscCall(MPMEmittersSetUp(sim));
   PetscCall(MPMCatalystSetUp(sim));
   PetscCall(MPMCheckpointSetUp(sim));
+  PetscCall(MPMBalanceSetUp(sim));
   WaveSpeed(sim);
   PetscCheck(sim->dt_fixed == 0 || sim->wave_speed == 0 || sim->dt_fixed <= sim->grid.h / sim->wave_speed, sim->comm, PETSC_ERR_USER_INPUT,
              "-dt %g s exceeds the elastic stability limit dx/c_p = %g s (c_p = %g m/s): the run would blow up; use -dt <= %g or 0 (adaptive)", sim->dt_fixed,
@@ -312,6 +313,7 @@ PetscErrorCode MPMRun(MPMSim sim)
   PetscCall(PetscTime(&t0));
   while (!stop && sim->t < sim->t_end * (1 - 1e-12) && (sim->max_steps < 0 || sim->step < sim->max_steps)) {
     PetscCall(MPMStep(sim));
+    PetscCall(MPMBalanceAfterStep(sim));
     PetscCall(MPMCatalystCoProcess(sim));
     PetscCall(OutputAfterStep(sim, &t0));
     PetscCall(MPMCheckpointAfterStep(sim, &stop));
