@@ -176,7 +176,7 @@ static PetscErrorCode OutputSetUpRank0(MPMSim sim, PetscBool restarted)
   if (restarted) PetscCall(TruncateHistoryRank0(sim, path));
   sim->history = fopen(path, restarted ? "a" : "w");
   PetscCheck(sim->history, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot write %s: %s", path, strerror(errno));
-  if (!restarted) fprintf(sim->history, "t,step,particles,mass,momentum_x,momentum_y,momentum_z,kinetic_energy,elastic_energy,dt,vmax\n");
+  if (!restarted) fprintf(sim->history, "t,step,particles,mass,momentum_x,momentum_y,momentum_z,kinetic_energy,elastic_energy,dt,vmax,imbalance\n");
   if (restarted) PetscCall(WriteXdmf(sim)); /* the series up to the checkpoint */
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -422,8 +422,8 @@ PetscErrorCode MPMOutputHistory(MPMSim sim, const MPMDiagnostics *d)
 {
   PetscFunctionBeginUser;
   if (sim->rank == 0 && sim->history) {
-    fprintf(sim->history, "%.12g,%" PetscInt_FMT ",%lld,%.15g,%.15g,%.15g,%.15g,%.15g,%.15g,%.6g,%.6g\n", sim->t, sim->step, (long long)d->n, d->mass, d->mom[0], d->mom[1],
-            d->mom[2], d->ke, d->ee, sim->dt, d->vmax);
+    fprintf(sim->history, "%.12g,%" PetscInt_FMT ",%lld,%.15g,%.15g,%.15g,%.15g,%.15g,%.15g,%.6g,%.6g,%.4f\n", sim->t, sim->step, (long long)d->n, d->mass, d->mom[0], d->mom[1],
+            d->mom[2], d->ke, d->ee, sim->dt, d->vmax, sim->imbalance);
     fflush(sim->history);
   }
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -474,10 +474,12 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
                           "  \"total_mass\": %.15g,\n  \"total_momentum\": [%.15g, %.15g, %.15g],\n  \"kinetic_energy\": %.15g,\n  \"elastic_energy\": %.15g,\n"
                           "  \"wall_seconds\": %.6g,\n  \"wall_seconds_stepping\": %.6g,\n  \"particle_steps\": %.6g,\n  \"particle_steps_per_second\": %.6g,\n"
                           "  \"particle_steps_per_second_per_rank\": %.6g,\n  \"state_bytes_per_particle\": %zu,\n  \"peak_rss_bytes_max_rank\": %.6g,\n"
-                          "  \"peak_rss_bytes_total\": %.6g,\n  \"output_frames\": %" PetscInt_FMT ",\n  \"particles_per_rank\": [%s]\n}\n",
+                          "  \"peak_rss_bytes_total\": %.6g,\n  \"output_frames\": %" PetscInt_FMT ",\n  \"particles_per_rank\": [%s],\n"
+                          "  \"rebalances\": %" PetscInt_FMT ",\n  \"checkpoints_written\": %" PetscInt_FMT ",\n  \"checkpoint_seconds\": %.6g,\n  \"status\": \"%s\"\n}\n",
                           MPMVersion(), sim->size, sim->dim, (long long)d.n, (long long)sim->n_deleted, (long long)sim->n_emitted, sim->step, sim->t,
                           sim->step ? sim->dt_lo : 0.0, sim->step ? sim->dt_hi : 0.0, d.mass, d.mom[0], d.mom[1], d.mom[2], d.ke, d.ee, wall, sim->wall_steps, psteps,
-                          rate, rate / sim->size, sim->p.bytes, rss[0], rss_sum, sim->frame, counts));
+                          rate, rate / sim->size, sim->p.bytes, rss[0], rss_sum, sim->frame, counts, sim->rebalances, sim->ckpt_count, sim->ckpt_seconds,
+                          sim->exit_code == MPM_EXIT_CHECKPOINTED ? "checkpointed" : "finished"));
   PetscCall(PetscSNPrintf(path, sizeof(path), "%s/summary.json", sim->outdir));
   PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? WriteFileAtomic(path, text) : PETSC_SUCCESS, "writing summary.json"));
   PetscCall(PetscFree2(text, counts));
