@@ -1,6 +1,7 @@
 """The post-processing scripts: each answers -h, and each produces its
 numbers and plot from a real run (column collapse and history on a short
 2D run; the pile script on the same deposit)."""
+import csv
 import json
 import os
 import subprocess
@@ -8,7 +9,7 @@ import mpmtest as T
 
 PY = "/usr/bin/python3"
 c = T.Checks("post-processing scripts")
-scripts = ["column_collapse.py", "sand_pile.py", "history_plot.py"]
+scripts = ["column_collapse.py", "sand_pile.py", "history_plot.py", "front_history.py", "scaling_plot.py"]
 for s in scripts:
     p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", s), "-h"], capture_output=True, text=True)
     c.true("%s -h" % s, p.returncode == 0 and "usage" in p.stdout.lower(), p.stderr[-200:])
@@ -25,4 +26,25 @@ c.true("history_plot.py reports zero mass drift", "mass drift 0," in p.stdout, p
 p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", "sand_pile.py"), out], capture_output=True, text=True)
 pile = json.load(open(os.path.join(out, "sand_pile.json")))
 c.true("sand_pile.py fits a flank", p.returncode == 0 and pile["fit_points"] >= 3 and 0 < pile["slope_angle"] < 90, p.stdout.strip()[:200])
+p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", "front_history.py"), out], capture_output=True, text=True)
+rows = list(csv.DictReader(open(os.path.join(out, "front_history.csv"))))
+fronts = [float(r["front"]) for r in rows]
+c.true("front_history.py: one row per frame, plot written", p.returncode == 0 and len(rows) == len(T.mpmio.frame_files(out)) and os.path.exists(os.path.join(out, "front_history.png")),
+       p.stderr[-300:])
+c.true("front_history.py: the front advances, the column gets lower", fronts[-1] > fronts[0] + 0.02 and float(rows[-1]["height"]) < float(rows[0]["height"]))
+
+# scaling table from two real runs (1 and 2 ranks), then the plot
+table = os.path.join(out, "scaling.csv")
+rates = {}
+for n in (1, 2):
+    o = T.outdir("postproc_scaling_%d" % n)
+    T.run_deck("column_collapse_2d.yaml", n, o, "-dx", "0.003125", "-max_steps", "200", "-output_dt", "10")
+    rates[n] = T.mpmio.summary(o)["particle_steps_per_second"]
+with open(table, "w", newline="") as f:
+    w = csv.writer(f)
+    w.writerow(["mode", "ranks", "oversubscribed", "particle_steps_per_second", "speedup", "efficiency"])
+    for n in (1, 2):
+        w.writerow(["strong", n, 0, rates[n], rates[n] / rates[1], rates[n] / rates[1] / n])
+p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", "scaling_plot.py"), table], capture_output=True, text=True)
+c.true("scaling_plot.py prints the table and writes scaling.png", p.returncode == 0 and "strong" in p.stdout and os.path.exists(os.path.join(out, "scaling.png")), p.stderr[-300:])
 c.done()
