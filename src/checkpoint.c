@@ -137,6 +137,36 @@ static PetscErrorCode WriteFrameList(MPMSim sim, hid_t file)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Whole-run totals, so summary.json after restarts describes the whole run:
+ * wall seconds so far, rebalances, checkpoints and their seconds. */
+static PetscErrorCode WriteTotals(MPMSim sim, hid_t file)
+{
+  PetscLogDouble now;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscTime(&now));
+  const double  r[2] = {sim->wall_before + (now - sim->wall_start), sim->ckpt_seconds};
+  const int64_t i[2] = {sim->rebalances, sim->ckpt_count + 1};
+  PetscCall(MPMH5WriteAttr(file, "totals_wall_ckptseconds", H5T_NATIVE_DOUBLE, 2, r));
+  PetscCall(MPMH5WriteAttr(file, "totals_rebalances_checkpoints", H5T_NATIVE_INT64, 2, i));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode ReadTotals(MPMSim sim, hid_t file, const char *what)
+{
+  double  r[2];
+  int64_t i[2];
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMH5ReadAttr(file, "totals_wall_ckptseconds", H5T_NATIVE_DOUBLE, 2, r, what));
+  PetscCall(MPMH5ReadAttr(file, "totals_rebalances_checkpoints", H5T_NATIVE_INT64, 2, i, what));
+  sim->wall_before  = r[0];
+  sim->ckpt_seconds = r[1];
+  sim->rebalances   = (PetscInt)i[0];
+  sim->ckpt_count   = (PetscInt)i[1];
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode WriteState(MPMSim sim, hid_t file)
 {
   const double  r[8] = {sim->t, sim->dt, sim->dt_lo, sim->dt_hi, sim->t_next_output, sim->t_last_frame, sim->particle_steps, sim->wall_steps};
@@ -148,6 +178,7 @@ static PetscErrorCode WriteState(MPMSim sim, hid_t file)
   PetscCall(MPMH5WriteAttr(file, "time_dt_dtlo_dthi_tnext_tlastframe_psteps_wallsteps", H5T_NATIVE_DOUBLE, 8, r));
   PetscCall(MPMH5WriteAttr(file, "step_frame_n_deleted_emitted_dim_ranks_seed", H5T_NATIVE_INT64, 8, i));
   PetscCall(MPMH5WriteAttr(file, "grid_nodes", H5T_NATIVE_INT64, 3, nodes));
+  PetscCall(WriteTotals(sim, file));
   for (PetscInt e = 0; e < sim->nem; e++) layers[e] = sim->em[e].layers;
   layers[sim->nem] = sim->nem;
   PetscCall(MPMH5WriteAttr(file, "emitter_layers_and_count", H5T_NATIVE_INT64, (int)sim->nem + 1, layers));
@@ -297,6 +328,7 @@ static PetscErrorCode ReadState(MPMSim sim, hid_t file, const char *what, int64_
   sim->n_deleted      = i[3];
   sim->n_emitted      = i[4];
   *ranks              = i[6];
+  PetscCall(ReadTotals(sim, file, what));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -358,9 +390,10 @@ static PetscErrorCode ReadParticles(MPMSim sim, MPMH5File *F, int64_t ranks, con
     PetscCall(PetscSNPrintf(name, sizeof(name), "particles/%s", fd->name));
     PetscCall(MPMH5ReadArray(F, name, FieldType(fd), fd->ncomp, *fd->data, what));
   }
-  for (PetscInt q = 0; q < sim->p.n; q++)
-    PetscCheck(sim->p.mat[q] >= 0 && sim->p.mat[q] < sim->nmat, PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "%s: particle %lld has material %d, but -materials lists %" PetscInt_FMT,
-               what, (long long)sim->p.id[q], (int)sim->p.mat[q], sim->nmat);
+  int64_t bad = 0; /* counted over all ranks: an error on one rank alone would leave the others in a collective */
+  for (PetscInt q = 0; q < sim->p.n; q++) bad += !(sim->p.mat[q] >= 0 && sim->p.mat[q] < sim->nmat);
+  PetscCall(MPMGlobalSumInt64(sim->comm, &bad, 1));
+  PetscCheck(bad == 0, sim->comm, PETSC_ERR_USER_INPUT, "%s: %lld particles have a material index beyond the %" PetscInt_FMT " listed in -materials", what, (long long)bad, sim->nmat);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -222,6 +222,7 @@ struct _p_MPMSim {
   PetscInt        ckpt_interval, ckpt_keep, ckpt_count; /* checkpoint.c */
   double          ckpt_wall, ckpt_seconds;
   PetscLogDouble  ckpt_last_wall;
+  double          wall_before; /* wall seconds of earlier jobs of a restarted run */
   char            restart[PETSC_MAX_PATH_LEN];
   int64_t         step_flags; /* MPM_FLAG_* of the last step's reduction */
   double          imbalance;  /* max/mean particles per rank after the last step */

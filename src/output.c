@@ -464,7 +464,7 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
   PetscCall(MPMGlobalSum(sim->comm, &rss_sum, 1));
   PetscCall(MPMGlobalMax(sim->comm, rss, 1));
   PetscCall(PetscTime(&now));
-  wall = now - sim->wall_start;
+  wall = sim->wall_before + (now - sim->wall_start); /* whole run, across restarts */
   PetscCall(PetscMalloc2(tlen, &text, clen, &counts));
   PetscCall(PerRankCounts(sim, counts, clen));
   const double psteps = sim->particle_steps, rate = sim->wall_steps > 0 ? psteps / sim->wall_steps : 0;

@@ -309,8 +309,8 @@ PetscErrorCode MPMRun(MPMSim sim)
   PetscFunctionBeginUser;
   if (sim->help) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(PetscTime(&sim->wall_start));
+  PetscCall(MPMCheckpointInstallSignals(sim)); /* before the (possibly long) set-up: a signal then stops after the first step */
   PetscCall(StartState(sim));
-  PetscCall(MPMCheckpointInstallSignals(sim));
   PetscCall(PetscTime(&t0));
   while (!stop && sim->t < sim->t_end * (1 - 1e-12) && (sim->max_steps < 0 || sim->step < sim->max_steps)) {
     PetscCall(MPMStep(sim));
