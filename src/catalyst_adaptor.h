@@ -1,0 +1,47 @@
+/* C interface of the ParaView Catalyst adaptor (catalyst_adaptor.cxx, C++,
+ * built only with MPM_HAVE_CATALYST).  Plain C types only, so catalyst.c
+ * needs no VTK header; errors come back as a nonzero return value and a
+ * message, because C++ exceptions must not cross into C. */
+#ifndef MPM_CATALYST_ADAPTOR_H
+#define MPM_CATALYST_ADAPTOR_H
+
+#include <mpi.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct MPMCatalystAdaptor MPMCatalystAdaptor;
+
+/* This rank's particles at one step.  Arrays are borrowed for the call only
+ * (the adaptor copies what it keeps). */
+typedef struct {
+  int64_t        step;
+  double         time;
+  int            dim;
+  int64_t        n;        /* particles on this rank */
+  const double  *x, *v;    /* dim per particle */
+  const double  *pressure; /* -tr(sigma)/dim [Pa] */
+  const int64_t *id;
+  const int32_t *material;
+  double         lo[3], hi[3]; /* the domain box (lo[2] = hi[2] = 0 in 2D) */
+} MPMCatalystFrame;
+
+/* Collective.  Sets MPM_CATALYST_OUTPUT_DIR=outdir for the scripts (before
+ * Python starts, so os.environ sees it), checks each script's style and
+ * registers it.  ParaView imports the scripts at the first co-processing
+ * call, so a Python error in a script surfaces there. */
+int  MPMCatalystAdaptorInitialize(MPI_Comm comm, const char *outdir, int nscripts, const char *const *scripts, MPMCatalystAdaptor **a, char *msg, size_t len);
+/* Collective.  1 if some pipeline runs at this step (then call CoProcess). */
+int  MPMCatalystAdaptorWants(MPMCatalystAdaptor *a, int64_t step, double time);
+/* Collective.  Hands the particles to the pipelines; 0 on success. */
+int  MPMCatalystAdaptorCoProcess(MPMCatalystAdaptor *a, const MPMCatalystFrame *f, char *msg, size_t len);
+/* Collective.  Finalizes the pipelines (they may write last files). */
+void MPMCatalystAdaptorFinalize(MPMCatalystAdaptor **a);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
