@@ -1,51 +1,87 @@
 /* Dynamic load balancing of the slabs.
  *
- * The step's one reduction already carries the largest per-rank particle
- * count, so watching the imbalance max/mean costs nothing.  When it exceeds
- * -balance_threshold, the slab boundaries move to the particle-count
- * quantiles along the slab axis (one histogram reduction over the node
- * planes), the DMDA is rebuilt with the new ownership ranges and the
- * particles migrate to their new owners.  Everything depends only on the
- * particle positions, so it is deterministic; a restart on the same rank
- * count restores the layout from the checkpoint. */
+ * A rank's work per step is its particles plus its grid nodes, the nodes
+ * weighted by -balance_node_cost particle-equivalents: a node costs little
+ * next to a particle, but a slab that follows the mass by particle count
+ * alone would hand the empty rest of a long runway to the last rank, and
+ * at many ranks that rank's grid work outweighs everyone's particles.
+ * The step's one reduction already carries the largest per-rank work, so
+ * watching the imbalance (max/mean work) costs nothing.  When it exceeds
+ * -balance_threshold, the slab boundaries move to the work quantiles along
+ * the slab axis (one histogram reduction over the node planes), the DMDA
+ * is rebuilt with the new ownership ranges and the particles migrate to
+ * their new owners.  Everything depends only on the particle positions, so
+ * it is deterministic; a restart on the same rank count restores the
+ * layout from the checkpoint. */
 #include "mpm_impl.h"
 
 PetscErrorCode MPMBalanceSetUp(MPMSim sim)
 {
   PetscFunctionBeginUser;
   sim->balance_threshold = 1.2;
+  sim->balance_node_cost = 0.08;
   PetscOptionsBegin(sim->comm, NULL, "Load balancing", NULL);
-  PetscCall(PetscOptionsReal("-balance_threshold", "Rebalance the slabs when max/mean particles per rank exceeds this (0: never) [-]", NULL, sim->balance_threshold,
+  PetscCall(PetscOptionsReal("-balance_threshold", "Rebalance the slabs when max/mean work per rank exceeds this (0: never) [-]", NULL, sim->balance_threshold,
                              &sim->balance_threshold, NULL));
+  PetscCall(PetscOptionsReal("-balance_node_cost", "Work of one grid node per step in particle-equivalents (0: balance particles only) [-]", NULL,
+                             sim->balance_node_cost, &sim->balance_node_cost, NULL));
   PetscOptionsEnd();
   PetscCheck(sim->balance_threshold == 0 || sim->balance_threshold > 1, sim->comm, PETSC_ERR_USER_INPUT, "-balance_threshold must be 0 (off) or > 1, got %g",
              sim->balance_threshold);
+  PetscCheck(sim->balance_node_cost >= 0 && sim->balance_node_cost <= 100, sim->comm, PETSC_ERR_USER_INPUT, "-balance_node_cost must be in [0, 100], got %g",
+             sim->balance_node_cost);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Particles per node plane along the slab axis, summed over all ranks. */
-static PetscErrorCode PlaneHistogram(MPMSim sim, int64_t *hist)
+static double NodesIn(const PetscInt *n, PetscInt dim)
+{
+  double c = 1;
+  for (PetscInt a = 0; a < dim; a++) c *= (double)n[a];
+  return c;
+}
+
+/* This rank's work per step in particle-equivalents. */
+double MPMBalanceRankWork(const MPMSim sim)
+{
+  return (double)sim->p.n + sim->balance_node_cost * NodesIn(sim->grid.xm, sim->dim);
+}
+
+/* max/mean work per rank, from the step reduction (red->n: all particles). */
+double MPMBalanceImbalance(const MPMSim sim, const MPMStepReduction *red)
+{
+  const double total = (double)red->n + sim->balance_node_cost * NodesIn(sim->grid.N, sim->dim);
+  return total > 0 ? red->wmax * sim->size / total : 1.0;
+}
+
+/* Work per node plane along the slab axis, summed over all ranks: the
+ * particles in the plane plus the weighted nodes of the plane. */
+static PetscErrorCode PlaneWork(MPMSim sim, double *work)
 {
   const MPMGrid *g = &sim->grid;
   const PetscInt N = g->N[g->slab_axis];
+  const double   face = NodesIn(g->N, sim->dim) / (double)N;
+  int64_t       *hist;
 
   PetscFunctionBeginUser;
+  PetscCall(PetscMalloc1(N, &hist));
   for (PetscInt c = 0; c < N; c++) hist[c] = 0;
   for (PetscInt q = 0; q < sim->p.n; q++) hist[PetscClipInterval(MPMGridParticleCell(g, sim->p.x + q * sim->dim), 0, N - 1)]++;
   PetscCall(MPMGlobalSumInt64(sim->comm, hist, N));
+  for (PetscInt c = 0; c < N; c++) work[c] = (double)hist[c] + sim->balance_node_cost * face;
+  PetscCall(PetscFree(hist));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Slab r starts at the first plane where the cumulative count reaches
- * r/P of the total; every slab keeps at least 2 planes (the ghost width). */
-static void QuantileSlabs(const int64_t *hist, PetscInt N, PetscInt P, PetscInt *start)
+/* Slab r starts at the first plane where the cumulative work reaches r/P
+ * of the total; every slab keeps at least 2 planes (the ghost width). */
+static void QuantileSlabs(const double *work, PetscInt N, PetscInt P, PetscInt *start)
 {
-  int64_t total = 0, cum = 0;
-  for (PetscInt c = 0; c < N; c++) total += hist[c];
+  double total = 0, cum = 0;
+  for (PetscInt c = 0; c < N; c++) total += work[c];
   start[0] = 0;
   start[P] = N;
   for (PetscInt r = 1, c = 0; r < P; r++) {
-    while (c < N && (double)cum < (double)total * r / P) cum += hist[c++];
+    while (c < N && cum < total * r / P) cum += work[c++];
     start[r] = c;
   }
   for (PetscInt r = 1; r < P; r++) start[r] = PetscMax(start[r], start[r - 1] + 2);
@@ -56,15 +92,15 @@ static PetscErrorCode Rebalance(MPMSim sim, PetscBool *moved)
 {
   MPMGrid         *g = &sim->grid;
   const PetscInt   N = g->N[g->slab_axis], P = sim->size;
-  int64_t         *hist;
+  double          *work;
   PetscInt        *start;
   MPMStepReduction red;
   const double     before = sim->imbalance;
 
   PetscFunctionBeginUser;
-  PetscCall(PetscMalloc2(N, &hist, P + 1, &start));
-  PetscCall(PlaneHistogram(sim, hist));
-  QuantileSlabs(hist, N, P, start);
+  PetscCall(PetscMalloc2(N, &work, P + 1, &start));
+  PetscCall(PlaneWork(sim, work));
+  QuantileSlabs(work, N, P, start);
   *moved = PETSC_FALSE;
   for (PetscInt r = 0; r <= P; r++) *moved = *moved || start[r] != g->slab_start[r];
   if (*moved) {
@@ -75,12 +111,12 @@ static PetscErrorCode Rebalance(MPMSim sim, PetscBool *moved)
     PetscCall(MPMGlobalStepReduce(sim->comm, &red));
     PetscCheck(red.n == sim->n_global && red.outside == 0, sim->comm, PETSC_ERR_PLIB, "Rebalancing changed the particle count from %lld to %lld", (long long)sim->n_global,
                (long long)red.n);
-    sim->imbalance = (double)red.nmax * P / (double)PetscMax(red.n, 1);
+    sim->imbalance = MPMBalanceImbalance(sim, &red);
     if (sim->sort_interval) PetscCall(MPMSortParticles(sim));
     sim->rebalances++;
-    PetscCall(PetscPrintf(sim->comm, "rebalanced at step %" PetscInt_FMT ": particles per rank max/mean %.3f -> %.3f\n", sim->step, before, sim->imbalance));
+    PetscCall(PetscPrintf(sim->comm, "rebalanced at step %" PetscInt_FMT ": work per rank max/mean %.3f -> %.3f\n", sim->step, before, sim->imbalance));
   }
-  PetscCall(PetscFree2(hist, start));
+  PetscCall(PetscFree2(work, start));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -225,8 +225,8 @@ struct _p_MPMSim {
   double          wall_before; /* wall seconds of earlier jobs of a restarted run */
   char            restart[PETSC_MAX_PATH_LEN];
   int64_t         step_flags; /* MPM_FLAG_* of the last step's reduction */
-  double          imbalance;  /* max/mean particles per rank after the last step */
-  double          balance_threshold; /* balance.c */
+  double          imbalance;  /* max/mean work per rank after the last step (balance.c) */
+  double          balance_threshold, balance_node_cost; /* balance.c */
   PetscInt        balance_next, balance_wait, rebalances;
   int             exit_code;  /* 0, or MPM_EXIT_CHECKPOINTED */
   PetscBool       catalyst_on;        /* in-situ visualization (catalyst.c) */
@@ -287,7 +287,7 @@ typedef struct {
   int64_t bad_id;   /* MIN: id of an outside particle (INT64_MAX if none) */
   double  bad_x[3]; /* its position */
   int64_t flags;    /* OR: MPM_FLAG_* requests of any rank */
-  int64_t nmax;     /* MAX: particles on the fullest rank */
+  double  wmax;     /* MAX: work of the busiest rank (MPMBalanceRankWork) */
 } MPMStepReduction;
 
 PetscErrorCode MPMParallelSetUp(MPMSim sim);
@@ -296,6 +296,8 @@ PetscErrorCode MPMGhostScatterAdd(MPMGrid *g);
 PetscErrorCode MPMGhostGather(MPMGrid *g);
 PetscErrorCode MPMMigrate(MPMSim sim, MPMStepReduction *red);
 PetscErrorCode MPMGlobalStepReduce(MPI_Comm comm, MPMStepReduction *red);
+double         MPMBalanceRankWork(const MPMSim sim);                                  /* balance.c */
+double         MPMBalanceImbalance(const MPMSim sim, const MPMStepReduction *red); /* balance.c */
 PetscErrorCode MPMGlobalSum(MPI_Comm comm, double *buf, PetscInt n);
 PetscErrorCode MPMGlobalMax(MPI_Comm comm, double *buf, PetscInt n);
 PetscErrorCode MPMGlobalSumInt64(MPI_Comm comm, int64_t *buf, PetscInt n);

@@ -429,14 +429,14 @@ PetscErrorCode MPMOutputHistory(MPMSim sim, const MPMDiagnostics *d)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* "n0, n1, ..." : the final particle count of every rank (load balance). */
-static PetscErrorCode PerRankCounts(MPMSim sim, char *buf, size_t len)
+/* "n0, n1, ..." : one count of every rank (particles, grid nodes: the load balance). */
+static PetscErrorCode PerRankCounts(MPMSim sim, int64_t mine, char *buf, size_t len)
 {
   int64_t *all;
 
   PetscFunctionBeginUser;
   PetscCall(PetscMalloc1(sim->size, &all));
-  PetscCall(MPMAllGatherInt64(sim->comm, sim->p.n, all));
+  PetscCall(MPMAllGatherInt64(sim->comm, mine, all));
   buf[0] = 0;
   for (PetscMPIInt r = 0; r < sim->size && strlen(buf) + 24 < len; r++) snprintf(buf + strlen(buf), len - strlen(buf), "%s%lld", r ? ", " : "", (long long)all[r]);
   PetscCall(PetscFree(all));
@@ -454,8 +454,9 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
 {
   MPMDiagnostics d;
   double         rss[2] = {PeakRSSBytes(), 0}, rss_sum, wall;
-  char          *text, *counts, path[PETSC_MAX_PATH_LEN];
-  const size_t   clen = 24 * (size_t)sim->size + 16, tlen = 8192 + clen;
+  char          *text, *counts, *nodes, path[PETSC_MAX_PATH_LEN];
+  const size_t   clen = 24 * (size_t)sim->size + 16, tlen = 8192 + 2 * clen;
+  int64_t        owned = 1;
   PetscLogDouble now;
 
   PetscFunctionBeginUser;
@@ -465,8 +466,10 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
   PetscCall(MPMGlobalMax(sim->comm, rss, 1));
   PetscCall(PetscTime(&now));
   wall = sim->wall_before + (now - sim->wall_start); /* whole run, across restarts */
-  PetscCall(PetscMalloc2(tlen, &text, clen, &counts));
-  PetscCall(PerRankCounts(sim, counts, clen));
+  PetscCall(PetscMalloc3(tlen, &text, clen, &counts, clen, &nodes));
+  for (PetscInt a = 0; a < sim->dim; a++) owned *= sim->grid.xm[a];
+  PetscCall(PerRankCounts(sim, sim->p.n, counts, clen));
+  PetscCall(PerRankCounts(sim, owned, nodes, clen));
   const double psteps = sim->particle_steps, rate = sim->wall_steps > 0 ? psteps / sim->wall_steps : 0;
   PetscCall(PetscSNPrintf(text, tlen,
                           "{\n  \"version\": \"%s\",\n  \"ranks\": %d,\n  \"dim\": %" PetscInt_FMT ",\n  \"particles\": %lld,\n  \"particles_deleted\": %lld,\n"
@@ -475,14 +478,14 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
                           "  \"wall_seconds\": %.6g,\n  \"wall_seconds_stepping\": %.6g,\n  \"particle_steps\": %.6g,\n  \"particle_steps_per_second\": %.6g,\n"
                           "  \"particle_steps_per_second_per_rank\": %.6g,\n  \"state_bytes_per_particle\": %zu,\n  \"peak_rss_bytes_max_rank\": %.6g,\n"
                           "  \"peak_rss_bytes_total\": %.6g,\n  \"output_frames\": %" PetscInt_FMT ",\n  \"particles_per_rank\": [%s],\n"
-                          "  \"rebalances\": %" PetscInt_FMT ",\n  \"checkpoints_written\": %" PetscInt_FMT ",\n  \"checkpoint_seconds\": %.6g,\n  \"status\": \"%s\"\n}\n",
+                          "  \"nodes_per_rank\": [%s],\n  \"balance_node_cost\": %.6g,\n  \"rebalances\": %" PetscInt_FMT ",\n  \"checkpoints_written\": %" PetscInt_FMT ",\n  \"checkpoint_seconds\": %.6g,\n  \"status\": \"%s\"\n}\n",
                           MPMVersion(), sim->size, sim->dim, (long long)d.n, (long long)sim->n_deleted, (long long)sim->n_emitted, sim->step, sim->t,
                           sim->step ? sim->dt_lo : 0.0, sim->step ? sim->dt_hi : 0.0, d.mass, d.mom[0], d.mom[1], d.mom[2], d.ke, d.ee, wall, sim->wall_steps, psteps,
-                          rate, rate / sim->size, sim->p.bytes, rss[0], rss_sum, sim->frame, counts, sim->rebalances, sim->ckpt_count, sim->ckpt_seconds,
+                          rate, rate / sim->size, sim->p.bytes, rss[0], rss_sum, sim->frame, counts, nodes, sim->balance_node_cost, sim->rebalances, sim->ckpt_count, sim->ckpt_seconds,
                           sim->exit_code == MPM_EXIT_CHECKPOINTED ? "checkpointed" : "finished"));
   PetscCall(PetscSNPrintf(path, sizeof(path), "%s/summary.json", sim->outdir));
   PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? WriteFileAtomic(path, text) : PETSC_SUCCESS, "writing summary.json"));
-  PetscCall(PetscFree2(text, counts));
+  PetscCall(PetscFree3(text, counts, nodes));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -25,7 +25,7 @@ static void step_combine(void *in_, void *inout_, int *len, MPI_Datatype *type)
     inout[i].n += in[i].n;
     inout[i].outside += in[i].outside;
     inout[i].flags |= in[i].flags;
-    inout[i].nmax = PetscMax(inout[i].nmax, in[i].nmax);
+    inout[i].wmax = PetscMax(inout[i].wmax, in[i].wmax);
     if (in[i].bad_id < inout[i].bad_id) {
       inout[i].bad_id = in[i].bad_id;
       for (int a = 0; a < 3; a++) inout[i].bad_x[a] = in[i].bad_x[a];
@@ -165,7 +165,7 @@ PetscErrorCode MPMMigrate(MPMSim sim, MPMStepReduction *red)
   PetscCall(MPMParticlesGrow(p, nrecv, &start));
   for (PetscInt q = 0; q < nrecv; q++) MPMParticlesUnpack(p, start + q, rbuf + B * (size_t)q);
   red->n    = p->n;
-  red->nmax = p->n;
+  red->wmax = MPMBalanceRankWork(sim);
   PetscCall(PetscFree3(sbuf, rbuf, req));
   PetscCall(PetscFree2(dest, keep));
   PetscCall(PetscFree4(scount, rcount, soff, roff));

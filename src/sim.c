@@ -247,7 +247,7 @@ static PetscErrorCode InitialState(MPMSim sim)
   PetscCall(MPMGlobalStepReduce(sim->comm, &red));
   PetscCheck(red.outside == 0, sim->comm, PETSC_ERR_USER_INPUT, "Particle %lld was seeded outside the domain at (%g, %g, %g)", (long long)red.bad_id, red.bad_x[0], red.bad_x[1], red.bad_x[2]);
   sim->n_global      = red.n;
-  sim->imbalance     = (double)red.nmax * sim->size / (double)PetscMax(red.n, 1);
+  sim->imbalance     = MPMBalanceImbalance(sim, &red);
   sim->dt            = red.dt;
   sim->t_next_output = sim->output_dt;
   if (sim->sort_interval) PetscCall(MPMSortParticles(sim));

@@ -84,7 +84,7 @@ static PetscErrorCode CheckInvariants(MPMSim sim, const MPMStepReduction *red, i
   PetscCheck(red->n == expect, sim->comm, PETSC_ERR_PLIB, "Particle count changed from %lld to %lld at step %" PetscInt_FMT " (expected %lld): particles were lost in migration",
              (long long)sim->n_global, (long long)red->n, sim->step, (long long)expect);
   sim->n_global  = red->n;
-  sim->imbalance = (double)red->nmax * sim->size / (double)PetscMax(red->n, 1);
+  sim->imbalance = MPMBalanceImbalance(sim, red);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -1,6 +1,11 @@
 """Dynamic load balancing (landslide along the slab axis, 3 ranks):
-- the imbalance max/mean particles per rank, recorded in history.csv, stays
-  under -balance_threshold after the first rebalance;
+- balancing particles only (-balance_node_cost 0): the imbalance max/mean
+  particles per rank, recorded in history.csv, stays under
+  -balance_threshold after the first rebalance;
+- balancing work (particles + node cost x grid nodes, the default): the
+  work imbalance stays under the threshold, summary.json's per-rank
+  particles and nodes give the same imbalance, and the rank holding the
+  empty runway gets fewer nodes than with particles only;
 - rebalancing loses no particle and changes results only by roundoff
   (compared with the same run without balancing, 1e-9);
 - a checkpoint taken after the slabs moved restarts bit for bit."""
@@ -18,7 +23,7 @@ def final(out):
 
 c = T.Checks("slab load balancing")
 bal = T.outdir("balance_on")
-p = T.run(3, DECK + ["-output_dir", bal, "-t_end", "0.5", "-balance_threshold", str(TH)])
+p = T.run(3, DECK + ["-output_dir", bal, "-t_end", "0.5", "-balance_threshold", str(TH), "-balance_node_cost", "0"])
 h = T.mpmio.history(bal)
 s = T.mpmio.summary(bal)
 n_reb = p.stdout.count("rebalanced at step")
@@ -28,6 +33,19 @@ after = h["imbalance"][h["step"] >= 1]
 c.within("max imbalance after the first rebalance (threshold %.1f)" % TH, after.max(), 1.0, TH)
 c.true("particle count constant", (h["particles"] == h["particles"][0]).all())
 c.true("final particles per rank all busy", min(s["particles_per_rank"]) > 0.6 * max(s["particles_per_rank"]), str(s["particles_per_rank"]))
+
+# work balancing (default node cost)
+wk = T.outdir("balance_work")
+p = T.run(3, DECK + ["-output_dir", wk, "-t_end", "0.5", "-balance_threshold", str(TH)])
+hw, sw = T.mpmio.history(wk), T.mpmio.summary(wk)
+cost = sw["balance_node_cost"]
+work = np.array(sw["particles_per_rank"]) + cost * np.array(sw["nodes_per_rank"])
+c.true("work balancing: default node cost > 0, rebalanced", cost > 0 and sw["rebalances"] >= 1, "cost %g, %d rebalances" % (cost, sw["rebalances"]))
+c.within("work balancing: max imbalance after the first rebalance", hw["imbalance"][hw["step"] >= 1].max(), 1.0, TH)
+c.close("work balancing: summary's per-rank work max/mean = history's last imbalance", work.max() / work.mean(), hw["imbalance"][-1], atol=2e-4)
+c.true("work balancing: every node owned once", sum(sw["nodes_per_rank"]) == sum(s["nodes_per_rank"]))
+c.true("work balancing: the runway rank gets fewer nodes than with particles only", max(sw["nodes_per_rank"]) < max(s["nodes_per_rank"]),
+       "%s vs %s" % (sw["nodes_per_rank"], s["nodes_per_rank"]))
 
 # same physics with and without balancing (short run: roundoff only)
 short = ["-max_steps", "300", "-t_end", "0.5"]
