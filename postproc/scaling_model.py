@@ -1,20 +1,39 @@
 #!/usr/bin/env python3
-"""Communication/computation model of the slab decomposition: predicted
+"""Communication/computation model of the domain decomposition: predicted
 time per step and parallel efficiency at 1..1024 ranks (docs/scaling.md).
 
   /usr/bin/python3 postproc/scaling_model.py [--deck inputs/landslide_3d.yaml]
-      [--rate 6.8e6] [--grid-ns 44] [--latency 2e-6] [--bandwidth 1e10]
-      [--ranks 1,2,4,...,1024] [--csv FILE] [--weak]
+      [--dx DX] [--particle-ns 141] [--node-ns 12.4] [--latency 2e-6] [--bandwidth 1e10]
+      [--ranks 1,2,4,...,1024] [--weak] [--csv FILE] [--png FILE]
 
-Per step and rank, with P slabs along the slab axis (ghost width 2 planes,
-dof doubles per node, a face of F = N_y N_z nodes):
-  compute   T_p = n/min(P, P_max) / rate + (nodes/P) t_grid   (particles balanced)
-  ghosts    2 exchanges x 2 neighbours: 4 alpha + 2 * (2 * 2 F dof 8 B) / beta
-  migrate   ~2 alpha + (particles crossing a slab face) 309 B / beta
-  reduce    one 64-byte allreduce: 2 alpha log2 P
-Efficiency E(P) = T(1 rank, compute only) / (P T(P)).  Slabs cannot be
-thinner than 2 node planes, and with the mass balanced only the planes the
-material occupies count: P_max = planes occupied / 2.
+Costs per step, calibrated on one core of the benchmark machine
+(docs/performance.md, docs/scaling.md): t_p per particle (P2G, G2P,
+constitutive update, with the grid nodes the particles touch) and t_n per
+grid node whether it holds mass or not (zeroing, grid update, ghost copy).
+Three decompositions, each balanced as well as it can be:
+
+  slab, work     the solver's default: slabs along the slab axis cut at
+                 quantiles of particles + node cost x nodes.  A slab has at
+                 least 2 node planes (the ghost width), so the busiest rank
+                 does max(W / P, the work of the 2 fullest planes).
+  slab, particles  -balance_node_cost 0: the cuts follow the particles
+                 only, and the last rank also gets every empty plane ahead
+                 of the mass (the runway).
+  block          the remedy, not implemented: a px x py x pz grid of
+                 blocks (DMDA can cut every axis), chosen to minimise the
+                 ghost surface; a block is at least 2 nodes thick per axis.
+
+Communication per step and rank: 2 ghost exchanges (scatter-add before,
+gather after the grid update), each a message per neighbour of 2 node
+layers x (1 + dim) doubles; migration of the particles crossing the faces
+(309 B each, at most cfl x a plane's particles per face and step); one
+64-byte allreduce, 2 alpha log2 P.  Efficiency E(P) = T(1) / (P T(P)),
+or T(1) / T(P) with --weak (the deck stretched P times along the slab axis,
+particles per rank constant).
+
+The deck is read for its domain, dx, slab axis and its first region (a
+box).  Material planes are the ones the mass spans at the start; a
+spreading landslide spans more later, so the slab limits are conservative.
 """
 import argparse
 import csv
@@ -25,11 +44,13 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mpmio  # noqa: E402
 
+PAD = 5  # nodes added per axis: 2 padding cells on each side, + 1
+PARTICLE_BYTES = 309
 
-def deck_geometry(path):
-    """Grid nodes, particles and the extent of the material along the slab
-    axis from a YAML deck (regions: boxes)."""
-    import re
+
+def deck_geometry(path, dx=None):
+    """Grid nodes, particles and the extent of the material from a YAML deck
+    (dx: override the deck's cell size, like -dx on the command line)."""
     opts, stack = {}, []
     for raw in open(path):
         line = raw.split("#")[0].rstrip()
@@ -46,71 +67,164 @@ def deck_geometry(path):
             stack.append((indent, key))
     dim = int(opts.get("dim", 2))
     lo, hi = mpmio.vec(opts, "domain_lo"), mpmio.vec(opts, "domain_hi")
-    dx = float(opts["dx"])
-    cells = [round((hi[a] - lo[a]) / dx) for a in range(dim)]
-    nodes = [c + 5 for c in cells]  # padding 2 + 1
+    dx = dx or float(opts["dx"])
+    nodes = [round((hi[a] - lo[a]) / dx) + PAD for a in range(dim)]
     axis = "xyz".index(opts.get("slab_axis", "x"))
     reg = opts["regions"].split(",")[0]
     rlo, rhi = mpmio.vec(opts, reg + "_lo"), mpmio.vec(opts, reg + "_hi")
     ppc = int(opts.get(reg + "_ppc", "2"))
-    vol = 1.0
+    span = [round((rhi[a] - rlo[a]) / dx) for a in range(dim)]  # cells the mass spans per axis
+    particles = float(ppc ** dim)
     for a in range(dim):
-        vol *= rhi[a] - rlo[a]
-    particles = vol / dx ** dim * ppc ** dim
-    planes = (rhi[axis] - rlo[axis]) / dx
-    dof = 1 + dim
-    face = 1
-    for a in range(dim):
-        if a != axis:
-            face *= nodes[a]
-    return dict(dim=dim, nodes=nodes, axis=axis, particles=particles, planes=planes, face=face, dof=dof, dx=dx)
+        particles *= span[a]
+    return dict(dim=dim, nodes=nodes, axis=axis, particles=particles, span=span, dof=1 + dim, dx=dx)
 
 
-def model(g, P, rate, t_grid, alpha, beta, cfl=0.3):
-    n_total = 1
-    for n in g["nodes"]:
-        n_total *= n
-    busy = min(P, max(1, int(g["planes"] // 2)))  # slabs that can hold material (>= 2 planes each)
-    t_comp = g["particles"] / busy / rate + n_total / P * t_grid
+def stretched(g, P):
+    """The weak-scaling problem on P ranks: the deck stretched P times along the slab axis."""
+    s = dict(g)
+    a = g["axis"]
+    s["nodes"] = list(g["nodes"])
+    s["nodes"][a] = (g["nodes"][a] - PAD) * P + PAD
+    s["span"] = list(g["span"])
+    s["span"][a] = g["span"][a] * P
+    s["particles"] = g["particles"] * P
+    return s
+
+
+def prod(xs):
+    return math.prod(xs)
+
+
+def comm_time(msg_bytes, neighbours, P, crossing, alpha, beta):
+    """Ghost exchanges, migration and the step's reduction [s]."""
     if P == 1:
-        return t_comp, 0.0
-    ghost_bytes = 2 * g["face"] * g["dof"] * 8  # 2 planes per neighbour
-    t_ghost = 2 * (2 * alpha + 2 * ghost_bytes / beta)
-    crossing = 2 * g["particles"] / g["planes"] * cfl  # particles leaving through 2 faces per step
-    t_mig = 2 * alpha + min(crossing, g["particles"] / P) * 309 / beta
-    t_red = 2 * alpha * math.log2(P)
-    return t_comp, t_ghost + t_mig + t_red
+        return 0.0
+    ghost = 2 * neighbours * (alpha + msg_bytes / beta)
+    migrate = neighbours * alpha + crossing * PARTICLE_BYTES / beta
+    return ghost + migrate + 2 * alpha * math.log2(P)
+
+
+def slab(g, P, c, by_work=True):
+    """(compute, comm) seconds per step of the busiest rank, slab decomposition."""
+    a, dim = g["axis"], g["dim"]
+    face = prod(g["nodes"]) / g["nodes"][a]
+    n_planes, mass_planes = g["nodes"][a], g["span"][a]
+    per_plane = g["particles"] / mass_planes
+    work_total = g["particles"] * c["tp"] + prod(g["nodes"]) * c["tn"]
+    two_planes = 2 * (per_plane * c["tp"] + face * c["tn"])
+    if by_work:
+        busiest = max(work_total / P, min(two_planes, work_total))
+    elif P == 1:
+        busiest = work_total
+    else:  # the cuts split the particles; the last rank also owns the empty planes downstream
+        empty = n_planes - mass_planes - PAD
+        busiest = max(g["particles"] / P * c["tp"] + (mass_planes / P + empty) * face * c["tn"], two_planes)
+    msg = 2 * face * g["dof"] * 8
+    crossing = 2 * min(c["cfl"] * per_plane, g["particles"] / P)
+    return busiest, comm_time(msg, 2, P, crossing, c["alpha"], c["beta"])
+
+
+def factorizations(P, dim):
+    if dim == 1:
+        yield (P,)
+        return
+    for f in range(1, P + 1):
+        if P % f == 0:
+            for rest in factorizations(P // f, dim - 1):
+                yield (f,) + rest
+
+
+def block(g, P, c):
+    """(compute, comm) seconds per step, the best px x py (x pz) block grid."""
+    dim = g["dim"]
+    work_total = g["particles"] * c["tp"] + prod(g["nodes"]) * c["tn"]
+    best = None
+    for f in factorizations(P, dim):
+        if any(f[a] > max(1, g["span"][a] // 2) for a in range(dim)):
+            continue  # blocks thinner than 2 nodes inside the mass
+        sub = [g["nodes"][a] / f[a] for a in range(dim)]
+        faces = [prod(sub) / sub[a] for a in range(dim)]
+        msgs = sum(2 * faces[a] * 2 * g["dof"] * 8 for a in range(dim) if f[a] > 1)
+        neigh = sum(2 for a in range(dim) if f[a] > 1)
+        per_face = [g["particles"] / P / sub[a] * c["cfl"] for a in range(dim)]
+        crossing = sum(2 * per_face[a] for a in range(dim) if f[a] > 1)
+        t = comm_time(msgs / max(neigh, 1), neigh, P, crossing, c["alpha"], c["beta"])
+        if best is None or t < best[1]:
+            best = (work_total / P, t, f)
+    if best is None:  # more ranks than 2-node blocks of the mass
+        cells = prod([max(1, g["span"][a] // 2) for a in range(dim)])
+        return work_total / cells, float("nan"), None
+    return best
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
     ap.add_argument("--deck", default=os.path.join(root, "inputs", "landslide_3d.yaml"))
-    ap.add_argument("--rate", type=float, default=6.8e6, help="particle-steps/s per core (docs/performance.md)")
-    ap.add_argument("--grid-ns", type=float, default=44.0, help="grid update per node [ns] (measured: 24 ms / 549k nodes)")
-    ap.add_argument("--latency", type=float, default=2e-6, help="network latency alpha [s]")
-    ap.add_argument("--bandwidth", type=float, default=1e10, help="per-link bandwidth beta [B/s]")
+    ap.add_argument("--dx", type=float, help="cell size [m] instead of the deck's")
+    ap.add_argument("--particle-ns", type=float, default=141.0, help="particle cost per step [ns] (bench_3d, 1 core)")
+    ap.add_argument("--node-ns", type=float, default=12.4, help="grid node cost per step [ns], empty or not (bench_3d, 1 core)")
+    ap.add_argument("--latency", type=float, default=2e-6, help="message latency alpha [s]")
+    ap.add_argument("--bandwidth", type=float, default=1e10, help="bandwidth per rank beta [B/s]")
+    ap.add_argument("--cfl", type=float, default=0.3, help="fraction of a cell a particle moves per step")
     ap.add_argument("--ranks", default="1,2,4,8,16,32,64,128,256,512,1024")
-    ap.add_argument("--csv", help="write ranks,efficiency,... here")
+    ap.add_argument("--weak", action="store_true", help="weak scaling: the deck stretched P times along the slab axis")
+    ap.add_argument("--csv", help="write the table here")
+    ap.add_argument("--png", help="plot the efficiencies here")
     args = ap.parse_args()
-    g = deck_geometry(args.deck)
-    pmax = int(g["planes"] // 2)
-    t1, _ = model(g, 1, args.rate, args.grid_ns * 1e-9, args.latency, args.bandwidth)
-    print("deck %s: %.3g particles, grid %s nodes, slab face %d nodes, material spans %d planes -> at most %d slabs" %
-          (os.path.basename(args.deck), g["particles"], "x".join(map(str, g["nodes"])), g["face"], g["planes"], pmax))
-    print("%6s %12s %12s %12s %10s %s" % ("ranks", "compute [s]", "comm [s]", "step [s]", "efficiency", ""))
+    c = dict(tp=args.particle_ns * 1e-9, tn=args.node_ns * 1e-9, alpha=args.latency, beta=args.bandwidth, cfl=args.cfl)
+    g = deck_geometry(args.deck, args.dx)
+    ranks = [int(x) for x in args.ranks.split(",")]
+    limit = g["span"][g["axis"]] // 2
+    print("deck %s: %.3g particles, grid %s nodes, slab face %d nodes, mass spans %d planes along %s -> at most %d slabs in the mass" %
+          (os.path.basename(args.deck), g["particles"], "x".join(map(str, g["nodes"])), prod(g["nodes"]) // g["nodes"][g["axis"]],
+           g["span"][g["axis"]], "xyz"[g["axis"]], limit))
+    print("%s scaling; t_p %.3g ns, t_n %.3g ns, alpha %.3g s, beta %.3g B/s" % ("weak" if args.weak else "strong", args.particle_ns, args.node_ns,
+                                                                                args.latency, args.bandwidth))
+    base = {k: sum(slab(g, 1, c)) for k in ("work", "particles", "block")}
+    print("%6s %12s %12s %10s %10s %10s %s" % ("ranks", "compute [s]", "comm [s]", "E slab", "E slab(p)", "E block", "block grid"))
     rows = []
-    for P in [int(x) for x in args.ranks.split(",")]:
-        tc, tm = model(g, P, args.rate, args.grid_ns * 1e-9, args.latency, args.bandwidth)
-        eff = t1 / (P * (tc + tm))
-        note = "beyond the slab limit (%d slabs hold the mass)" % pmax if P > pmax else ""
-        print("%6d %12.4g %12.4g %12.4g %10.3f %s" % (P, tc, tm, tc + tm, eff, note))
-        rows.append((P, tc, tm, eff, int(P > pmax)))
+    for P in ranks:
+        h = stretched(g, P) if args.weak else g
+        norm = 1.0 if args.weak else P
+        sw, sp, bl = slab(h, P, c, True), slab(h, P, c, False), block(h, P, c)
+        e = [base["work"] / (norm * sum(sw)), base["particles"] / (norm * sum(sp)), base["block"] / (norm * sum(bl[:2])) if bl[2] else float("nan")]
+        grid = "x".join(map(str, bl[2])) if bl[2] else "-"
+        note = "  beyond the slab limit" if P > limit and not args.weak else ""
+        print("%6d %12.4g %12.4g %10.3f %10.3f %10.3f %s%s" % (P, sw[0], sw[1], e[0], e[1], e[2], grid, note))
+        rows.append(dict(ranks=P, compute_seconds=sw[0], comm_seconds=sw[1], efficiency=e[0], efficiency_slab_particles=e[1], efficiency_block=e[2],
+                         block_grid=grid, beyond_slab_limit=int(P > limit and not args.weak)))
     if args.csv:
         with open(args.csv, "w", newline="") as f:
-            w = csv.writer(f)
-            w.writerow(["ranks", "compute_seconds", "comm_seconds", "efficiency", "beyond_slab_limit"])
+            w = csv.DictWriter(f, fieldnames=list(rows[0]))
+            w.writeheader()
             w.writerows(rows)
+    if args.png:
+        plot(rows, args, g, limit)
+
+
+def plot(rows, args, g, limit):
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    P = [r["ranks"] for r in rows]
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    ax.semilogx(P, [r["efficiency"] for r in rows], "o-", base=2, label="slabs, balanced by work (default)")
+    ax.semilogx(P, [r["efficiency_slab_particles"] for r in rows], "s--", base=2, label="slabs, balanced by particles only")
+    ax.semilogx(P, [r["efficiency_block"] for r in rows], "^:", base=2, label="3D blocks (remedy, not implemented)")
+    if not args.weak:
+        ax.axvline(limit, color="grey", lw=0.8)
+        ax.text(limit, 0.05, " 2 planes per slab", color="grey", fontsize=8)
+    ax.set_ylim(0, 1.05)
+    ax.set_xlabel("ranks")
+    ax.set_ylabel("predicted parallel efficiency")
+    ax.set_title("%s, %s scaling (%.2g particles)" % (os.path.basename(args.deck), "weak" if args.weak else "strong", g["particles"]), fontsize=10)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8, loc="lower left")
+    fig.tight_layout()
+    fig.savefig(args.png, dpi=110)
+    print("plot: %s" % args.png)
 
 
 if __name__ == "__main__":

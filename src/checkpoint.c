@@ -22,6 +22,7 @@
 #include "h5io.h"
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <unistd.h>
@@ -227,10 +228,26 @@ static PetscErrorCode PruneRank0(MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode FinishRank0(MPMSim sim, const char *tmp, const char *path)
+/* Force a file (or directory) to stable storage, so that after a node crash
+ * the renamed checkpoint is never a name without its data. */
+static PetscErrorCode SyncPath(const char *path, int flags)
+{
+  int fd = open(path, flags);
+
+  PetscFunctionBeginUser;
+  PetscCheck(fd >= 0, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot open %s to sync it: %s", path, strerror(errno));
+  const int rc = fsync(fd), err = errno;
+  close(fd);
+  PetscCheck(rc == 0 || err == EINVAL, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot sync %s: %s", path, strerror(err));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode FinishRank0(MPMSim sim, const char *tmp, const char *path, const char *dir)
 {
   PetscFunctionBeginUser;
+  PetscCall(SyncPath(tmp, O_RDONLY));
   PetscCheck(rename(tmp, path) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot rename %s: %s", tmp, strerror(errno));
+  PetscCall(SyncPath(dir, O_RDONLY | O_DIRECTORY)); /* the rename itself */
   PetscCall(PruneRank0(sim));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -255,7 +272,7 @@ PetscErrorCode MPMCheckpointWrite(MPMSim sim)
   PetscCall(WriteState(sim, F.file));
   PetscCall(MPMH5Close(&F));
   PetscCall(MPMBarrier(sim->comm));
-  PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? FinishRank0(sim, tmp, path) : PETSC_SUCCESS, "naming or pruning checkpoints"));
+  PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? FinishRank0(sim, tmp, path, dir) : PETSC_SUCCESS, "naming or pruning checkpoints"));
   PetscCall(PetscTime(&t1));
   sim->ckpt_last_wall = t1;
   sim->ckpt_seconds += t1 - t0;

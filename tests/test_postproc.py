@@ -9,7 +9,7 @@ import mpmtest as T
 
 PY = "/usr/bin/python3"
 c = T.Checks("post-processing scripts")
-scripts = ["column_collapse.py", "sand_pile.py", "history_plot.py", "front_history.py", "scaling_plot.py"]
+scripts = ["column_collapse.py", "sand_pile.py", "history_plot.py", "front_history.py", "scaling_plot.py", "scaling_model.py", "render_frame.py"]
 for s in scripts:
     p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", s), "-h"], capture_output=True, text=True)
     c.true("%s -h" % s, p.returncode == 0 and "usage" in p.stdout.lower(), p.stderr[-200:])
@@ -47,4 +47,24 @@ with open(table, "w", newline="") as f:
         w.writerow(["strong", n, 0, rates[n], rates[n] / rates[1], rates[n] / rates[1] / n])
 p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", "scaling_plot.py"), table], capture_output=True, text=True)
 c.true("scaling_plot.py prints the table and writes scaling.png", p.returncode == 0 and "strong" in p.stdout and os.path.exists(os.path.join(out, "scaling.png")), p.stderr[-300:])
+
+# the slab model (docs/scaling.md) on the production deck: its geometry, and
+# without communication cost the analytic efficiencies: 1 while every slab
+# can take W/P, W / (P x two planes' work) beyond; 1 at any P in weak scaling
+model = os.path.join(T.SOURCE, "postproc", "scaling_model.py")
+mcsv = os.path.join(out, "model.csv")
+free = ["--latency", "0", "--bandwidth", "1e30", "--particle-ns", "141", "--node-ns", "12.4"]
+p = subprocess.run([PY, model, "--csv", mcsv, "--png", os.path.join(out, "model.png")] + free, capture_output=True, text=True)
+c.true("scaling_model.py: landslide_3d geometry (16M particles, face 105 x 205, 100 slabs)",
+       p.returncode == 0 and "1.6e+07 particles" in p.stdout and "slab face 21525 nodes" in p.stdout and "at most 100 slabs" in p.stdout, p.stdout[:300] + p.stderr[-300:])
+rows = {int(r["ranks"]): r for r in csv.DictReader(open(mcsv))}
+W = 16e6 * 141e-9 + 805 * 105 * 205 * 12.4e-9
+two = 2 * (16e6 / 200 * 141e-9 + 105 * 205 * 12.4e-9)
+c.close("scaling_model.py: E(64), no communication", float(rows[64]["efficiency"]), 1.0, atol=1e-9)
+c.close("scaling_model.py: E(1024) = W / (1024 x 2 planes' work)", float(rows[1024]["efficiency"]), W / (1024 * two), rtol=1e-6)
+c.true("scaling_model.py: slabs by particles only lose to slabs by work at 16 ranks", float(rows[16]["efficiency_slab_particles"]) < float(rows[16]["efficiency"]))
+c.true("scaling_model.py: plot written", os.path.getsize(os.path.join(out, "model.png")) > 10000)
+p = subprocess.run([PY, model, "--weak", "--csv", mcsv] + free, capture_output=True, text=True)
+weak = [float(r["efficiency"]) for r in csv.DictReader(open(mcsv))]
+c.close("scaling_model.py --weak: min E over 1..1024 ranks, no communication", min(weak), 1.0, atol=1e-3)
 c.done()
