@@ -39,6 +39,8 @@ CASES = [
     (["-dx", "1e-10"], "too many"),
     (["-domain_hi", "0.6"], "-domain_hi needs 2"),
     (["-cfl", "2"], "-cfl must be in (0, 1]"),
+    (["-balance_threshold", "0.9"], "-balance_threshold must be 0 (off) or > 1"),
+    (["-balance_node_cost", "-1"], "-balance_node_cost must be in [0, 100]"),
     (["-t_end", "-1"], "-t_end must be > 0"),
     (["-output_dt", "0"], "-output_dt must be > 0"),
     (["-sand_youngs_modulus_typo", "1e6"], "Unknown option -sand_youngs_modulus_typo"),
