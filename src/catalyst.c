@@ -2,17 +2,35 @@
  *
  * Options: -catalyst_script FILE[,FILE...] (Python pipelines) and
  * -catalyst_interval N (steps between co-processing calls).  The adaptor
- * itself is C++ (catalyst_adaptor.cxx) and only built when CMake finds
- * ParaView (MPM_HAVE_CATALYST); without it, asking for a script is an
- * error, never a silent no-op.  The scripts write into <output_dir>/catalyst
- * (passed to them as MPM_CATALYST_OUTPUT_DIR); docs/catalyst.md. */
+ * itself is C++ (catalyst_adaptor.cxx), built only when CMake finds
+ * ParaView (MPM_HAVE_CATALYST), as a loadable module next to the
+ * executable: it is opened only when a run names a script, so runs without
+ * Catalyst do not load ParaView (~0.9 s and ~200 MB per rank).  Without
+ * it, asking for a script is an error, never a silent no-op.  The scripts
+ * write into <output_dir>/catalyst (passed to them as
+ * MPM_CATALYST_OUTPUT_DIR); docs/catalyst.md. */
+#define _POSIX_C_SOURCE 200809L /* readlink under -std=c11 */
 #include "mpm_impl.h"
 #if defined(MPM_HAVE_CATALYST)
   #include "catalyst_adaptor.h"
+  #include <dlfcn.h>
+  #include <stdlib.h>
+  #include <unistd.h>
+#endif
+
+#if defined(MPM_HAVE_CATALYST)
+/* The adaptor's entry points, looked up in the module. */
+typedef struct {
+  int (*initialize)(MPI_Comm, const char *, int, const char *const *, MPMCatalystAdaptor **, char *, size_t);
+  int (*wants)(MPMCatalystAdaptor *, int64_t, double);
+  int (*coprocess)(MPMCatalystAdaptor *, const MPMCatalystFrame *, char *, size_t);
+  void (*finalize)(MPMCatalystAdaptor **);
+} AdaptorAPI;
 #endif
 
 typedef struct {
 #if defined(MPM_HAVE_CATALYST)
+  AdaptorAPI          api;
   MPMCatalystAdaptor *adaptor;
 #endif
   PetscInt       calls;        /* co-processing calls made */
@@ -33,6 +51,60 @@ static PetscErrorCode CheckScripts(MPMSim sim, char **scripts, PetscInt n)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Open the adaptor module: $MPM_CATALYST_MODULE if set, else the one next
+ * to the executable, else the one in the build tree.  RTLD_GLOBAL: the
+ * Python extension modules ParaView imports later need libpython's symbols
+ * in the global scope.  The module is never closed (Python and VTK do not
+ * support being unloaded). */
+static void *OpenModule(char *tried, size_t len)
+{
+  char        exe[PETSC_MAX_PATH_LEN], cand[3][PETSC_MAX_PATH_LEN + 64];
+  const char *env = getenv("MPM_CATALYST_MODULE");
+  ssize_t     k   = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  int         nc  = 0;
+
+  if (env && env[0]) snprintf(cand[nc++], sizeof(cand[0]), "%s", env);
+  if (k > 0) {
+    exe[k]      = 0;
+    char *slash = strrchr(exe, '/');
+    if (slash) *slash = 0;
+    snprintf(cand[nc++], sizeof(cand[0]), "%s/%s", exe, MPM_CATALYST_MODULE);
+  }
+  snprintf(cand[nc++], sizeof(cand[0]), "%s", MPM_CATALYST_MODULE_BUILT);
+  tried[0] = 0;
+  for (int i = 0; i < nc; i++) {
+    void *h = dlopen(cand[i], RTLD_NOW | RTLD_GLOBAL);
+    if (h) return h;
+    const char *e = dlerror();
+    snprintf(tried + strlen(tried), len - strlen(tried), "\n  %s: %s", cand[i], e ? e : "cannot open");
+  }
+  return NULL;
+}
+
+static PetscErrorCode LoadAdaptor(MPMSim sim, AdaptorAPI *api)
+{
+  char   tried[3 * (PETSC_MAX_PATH_LEN + 64) + 512];
+  void  *h  = OpenModule(tried, sizeof(tried));
+  double ok = 0;
+
+  PetscFunctionBeginUser;
+  if (h) { /* dlsym returns void*; POSIX guarantees it converts to a function pointer */
+    *(void **)&api->initialize = dlsym(h, "MPMCatalystAdaptorInitialize");
+    *(void **)&api->wants      = dlsym(h, "MPMCatalystAdaptorWants");
+    *(void **)&api->coprocess  = dlsym(h, "MPMCatalystAdaptorCoProcess");
+    *(void **)&api->finalize   = dlsym(h, "MPMCatalystAdaptorFinalize");
+    ok = api->initialize && api->wants && api->coprocess && api->finalize;
+    if (!ok) snprintf(tried, sizeof(tried), "\n  the module lacks the MPMCatalystAdaptor* entry points");
+  }
+  double all = ok;
+  PetscCall(MPMGlobalMax(sim->comm, &ok, 1)); /* ok on some rank */
+  all = -all;
+  PetscCall(MPMGlobalMax(sim->comm, &all, 1)); /* -(ok on every rank) */
+  PetscCheck(all == -1, PETSC_COMM_SELF, PETSC_ERR_LIB, "-catalyst_script: cannot load the Catalyst adaptor module %s (set MPM_CATALYST_MODULE to its path):%s",
+             MPM_CATALYST_MODULE, ok && h ? "\n  (loaded on this rank, failed on another)" : tried);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode StartAdaptor(MPMSim sim, char **scripts, PetscInt n)
 {
   MPMCatalyst *c;
@@ -43,8 +115,9 @@ static PetscErrorCode StartAdaptor(MPMSim sim, char **scripts, PetscInt n)
   PetscCall(PetscSNPrintf(dir, sizeof(dir), "%s/catalyst", sim->outdir));
   PetscCall(PetscNew(&c));
   sim->catalyst = c;
+  PetscCall(LoadAdaptor(sim, &c->api));
   /* a refused script is refused alike on every rank: an input error */
-  PetscCheck(!MPMCatalystAdaptorInitialize(sim->comm, dir, (int)n, (const char *const *)scripts, &c->adaptor, msg, sizeof(msg)), sim->comm,
+  PetscCheck(!c->api.initialize(sim->comm, dir, (int)n, (const char *const *)scripts, &c->adaptor, msg, sizeof(msg)), sim->comm,
              PETSC_ERR_USER_INPUT, "%s", msg);
   sim->catalyst_on = PETSC_TRUE;
   PetscCall(PetscInfo(NULL, "Catalyst: %" PetscInt_FMT " script(s), every %" PetscInt_FMT " steps, output in %s\n", n, sim->catalyst_interval, dir));
@@ -68,7 +141,7 @@ static PetscErrorCode HandParticles(MPMSim sim, MPMCatalyst *c)
     f.lo[a] = a < sim->dim ? sim->grid.lo[a] : 0.0;
     f.hi[a] = a < sim->dim ? sim->grid.hi[a] : 0.0;
   }
-  err = MPMCatalystAdaptorCoProcess(c->adaptor, &f, msg, sizeof(msg));
+  err = c->api.coprocess(c->adaptor, &f, msg, sizeof(msg));
   PetscCall(PetscFree3(vol, pres, sdev));
   /* Not collective: a pipeline can fail on one rank while the others wait
    * inside ParaView's collective calls; this rank stops alone and mpiexec
@@ -127,7 +200,7 @@ PetscErrorCode MPMCatalystCoProcess(MPMSim sim)
   PetscCall(PetscTime(&t0));
 #if defined(MPM_HAVE_CATALYST)
   /* the scripts' own triggers may skip this step: then build nothing */
-  if (MPMCatalystAdaptorWants(c->adaptor, sim->step, sim->t)) PetscCall(HandParticles(sim, c));
+  if (c->api.wants(c->adaptor, sim->step, sim->t)) PetscCall(HandParticles(sim, c));
 #endif
   PetscCall(PetscTime(&t1));
   PetscCall(PetscLogEventEnd(MPM_EVENT_CATALYST, 0, 0, 0, 0));
@@ -159,7 +232,7 @@ PetscErrorCode MPMCatalystFinalize(MPMSim sim)
   PetscFunctionBeginUser;
   if (!c) PetscFunctionReturn(PETSC_SUCCESS);
 #if defined(MPM_HAVE_CATALYST)
-  MPMCatalystAdaptorFinalize(&c->adaptor);
+  if (c->api.finalize) c->api.finalize(&c->adaptor);
 #endif
   PetscCall(ReportTimes(sim, c));
   PetscCall(PetscFree(sim->catalyst));

@@ -19,7 +19,9 @@ and, without a display,
   - -catalyst_script naming a missing file: exit code 1 and a message naming
     -catalyst_script and the file;
   - a script without its '# script-version: 2' line: exit code 1, clear message;
-  - a run without -catalyst_script makes no catalyst/ directory.
+  - a run without -catalyst_script makes no catalyst/ directory, and the
+    executable does not link ParaView (the adaptor module is opened only
+    when a script is named).
 In a build without ParaView (MPM_CATALYST=OFF) only the refusal of
 -catalyst_script (exit code 1) and the last check run.
 xvfb-run is part of the project's setup: if it is missing the test fails.
@@ -201,6 +203,9 @@ def check_off(chk):
     chk.true("run without -catalyst_script: exit 0", proc.returncode == 0, why(proc.returncode == 0, proc))
     chk.true("run without -catalyst_script: no catalyst/ directory", not os.path.exists(os.path.join(out, "catalyst")))
     chk.true("run without -catalyst_script: no catalyst timing line", "catalyst:" not in proc.stdout)
+    libs = subprocess.run(["ldd", mpmtest.EXE], capture_output=True, text=True).stdout
+    pv = [l.split()[0] for l in libs.splitlines() if re.search(r"vtk|paraview|libpython", l)]
+    chk.true("the executable does not load ParaView, VTK or Python", libs and not pv, ", ".join(pv[:3]))
 
 
 def main():
