@@ -96,12 +96,10 @@ static PetscErrorCode LoadAdaptor(MPMSim sim, AdaptorAPI *api)
     ok = api->initialize && api->wants && api->coprocess && api->finalize;
     if (!ok) snprintf(tried, sizeof(tried), "\n  the module lacks the MPMCatalystAdaptor* entry points");
   }
-  double all = ok;
-  PetscCall(MPMGlobalMax(sim->comm, &ok, 1)); /* ok on some rank */
-  all = -all;
-  PetscCall(MPMGlobalMax(sim->comm, &all, 1)); /* -(ok on every rank) */
-  PetscCheck(all == -1, PETSC_COMM_SELF, PETSC_ERR_LIB, "-catalyst_script: cannot load the Catalyst adaptor module %s (set MPM_CATALYST_MODULE to its path):%s",
-             MPM_CATALYST_MODULE, ok && h ? "\n  (loaded on this rank, failed on another)" : tried);
+  double agree[2] = {ok, -ok};
+  PetscCall(MPMGlobalMax(sim->comm, agree, 2)); /* -agree[1] = 1: loaded on every rank */
+  PetscCheck(agree[1] == -1, PETSC_COMM_SELF, PETSC_ERR_LIB, "-catalyst_script: cannot load the Catalyst adaptor module %s (set MPM_CATALYST_MODULE to its path):%s",
+             MPM_CATALYST_MODULE, ok ? "\n  (loaded on this rank, failed on another)" : tried);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
