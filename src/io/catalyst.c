@@ -10,7 +10,7 @@
  * write into <output_dir>/catalyst (passed to them as
  * MPM_CATALYST_OUTPUT_DIR); docs/catalyst.md. */
 #define _POSIX_C_SOURCE 200809L /* readlink under -std=c11 */
-#include "mpm_impl.h"
+#include "io.h"
 #if defined(MPM_HAVE_CATALYST)
   #include "catalyst_adaptor.h"
   #include <dlfcn.h>
@@ -122,25 +122,34 @@ static PetscErrorCode StartAdaptor(MPMSim sim, char **scripts, PetscInt n)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* This rank's particles to the pipelines.  The pressure is computed here,
- * only at steps some pipeline runs, with output.c's formula. */
+/* This rank's particles to the pipelines: every output array (the same
+ * as the frames'), computed only at steps some pipeline runs. */
 static PetscErrorCode HandParticles(MPMSim sim, MPMCatalyst *c)
 {
-  const MPMParticles *p = &sim->p;
-  double             *vol, *pres, *sdev;
-  char                msg[1024] = "";
-  int                 err;
+  MPMSpecies       *sp = sim->species[0];
+  MPMOutputArray   *arr;
+  MPMCatalystArray *ca;
+  PetscInt          n;
+  char              msg[1024] = "";
+  int               err;
 
   PetscFunctionBeginUser;
-  PetscCall(PetscMalloc3(p->n + 1, &vol, p->n + 1, &pres, p->n + 1, &sdev));
-  MPMDerivedFields(sim, vol, pres, sdev);
-  MPMCatalystFrame f = {.step = sim->step, .time = sim->t, .dim = (int)sim->dim, .n = p->n, .x = p->x, .v = p->v, .pressure = pres, .id = p->id, .material = p->mat};
+  PetscCall(MPMOutputArraysGet(sp, &n, &arr));
+  PetscCall(PetscMalloc1(n, &ca));
+  MPMCatalystFrame f = {.step = sim->step, .time = sim->t, .dim = (int)sim->dim, .n = sp->p.n, .narrays = (int)n, .arrays = ca};
+  for (PetscInt k = 0; k < n; k++) {
+    ca[k].name  = arr[k].name;
+    ca[k].type  = arr[k].type == MPM_FIELD_REAL ? MPM_CATALYST_DOUBLE : arr[k].type == MPM_FIELD_INT64 ? MPM_CATALYST_INT64 : MPM_CATALYST_INT32;
+    ca[k].ncomp = arr[k].ncomp;
+    ca[k].data  = arr[k].data;
+  }
   for (PetscInt a = 0; a < 3; a++) {
-    f.lo[a] = a < sim->dim ? sim->grid.lo[a] : 0.0;
-    f.hi[a] = a < sim->dim ? sim->grid.hi[a] : 0.0;
+    f.lo[a] = a < sim->dim ? sim->layout.lo[a] : 0.0;
+    f.hi[a] = a < sim->dim ? sim->layout.hi[a] : 0.0;
   }
   err = c->api.coprocess(c->adaptor, &f, msg, sizeof(msg));
-  PetscCall(PetscFree3(vol, pres, sdev));
+  PetscCall(PetscFree(ca));
+  PetscCall(MPMOutputArraysRestore(n, &arr));
   /* Not collective: a pipeline can fail on one rank while the others wait
    * inside ParaView's collective calls; this rank stops alone and mpiexec
    * ends the job, where a reduction here would hang. */

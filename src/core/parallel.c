@@ -1,8 +1,11 @@
 /* Every MPI call of the solver lives in this file, behind a few verbs:
  *
- *   MPMGhostScatterAdd   P2G: ghost-node contributions summed into owners
- *   MPMGhostGather       before G2P: ghost nodes refreshed from owners
- *   MPMMigrate           particles that left the slab move to their owner
+ *   MPMGhostScatterAdd   P2G: ghost-node contributions of a grid field
+ *                        summed into their owners
+ *   MPMGhostGather       before G2P: a grid field's ghost nodes refreshed
+ *                        from their owners
+ *   MPMMigrate           particles of every species that left the slab move
+ *                        to their owner
  *   MPMGlobalStepReduce  the one reduction per step: time step, particle
  *                        count, particles that left the domain
  *   MPMGlobalSum/Max/Offset, MPMAllGatherInt64, MPMBarrier, MPMBroadcastInt: bookkeeping at
@@ -10,7 +13,7 @@
  *
  * Ghost exchange uses the DMDA's scatters (PETSc does the MPI); migration
  * is explicit. */
-#include "mpm_impl.h"
+#include "core.h"
 
 static MPI_Datatype step_type = MPI_DATATYPE_NULL, particle_type = MPI_DATATYPE_NULL;
 static size_t       particle_type_bytes = 0;
@@ -69,7 +72,7 @@ PetscErrorCode MPMParallelFinalize(void)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MPMGhostScatterAdd(MPMGrid *g)
+PetscErrorCode MPMGhostScatterAdd(MPMGridField *g)
 {
   PetscFunctionBeginUser;
   PetscCall(PetscLogEventBegin(MPM_EVENT_GHOST, 0, 0, 0, 0));
@@ -79,7 +82,7 @@ PetscErrorCode MPMGhostScatterAdd(MPMGrid *g)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MPMGhostGather(MPMGrid *g)
+PetscErrorCode MPMGhostGather(MPMGridField *g)
 {
   PetscFunctionBeginUser;
   PetscCall(PetscLogEventBegin(MPM_EVENT_GHOST, 0, 0, 0, 0));
@@ -88,47 +91,36 @@ PetscErrorCode MPMGhostGather(MPMGrid *g)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* A particle is inside while its kernel stencil stays on the padded grid:
- * within one cell of the physical domain [lo, hi), measured in grid units
- * exactly as the stencil measures it (mpm_grid_coord). */
-static PetscBool particle_inside(const MPMGrid *g, const double *x)
-{
-  for (PetscInt a = 0; a < g->dim; a++) {
-    const double xr = mpm_grid_coord(&g->box, (int)a, x[a]);
-    if (!(xr >= g->pad - 1 && xr < g->pad + g->cells[a] + 1)) return PETSC_FALSE; /* also catches NaN */
-  }
-  return PETSC_TRUE;
-}
-
 /* Classify local particles: stay, leave for rank dest[q], or outside. */
-static void classify(MPMSim sim, PetscInt *dest, PetscMPIInt *sendcount, MPMStepReduction *red)
+static void classify(MPMSim sim, MPMParticles *p, PetscInt *dest, PetscMPIInt *sendcount, MPMStepReduction *red)
 {
-  const MPMGrid *g = &sim->grid;
-  MPMParticles  *p = &sim->p;
+  const MPMLayout *g  = &sim->layout;
+  const int64_t   *id = MPMFieldInt64(p, p->f_id);
   for (PetscInt q = 0; q < p->n; q++) {
-    const double *x = p->x + q * p->dim;
-    if (!particle_inside(g, x)) {
+    const double *x = MPMFieldReal(p, p->f_x) + q * p->dim;
+    if (!MPMLayoutInside(g, x)) {
       dest[q] = -2;
       red->outside++;
-      if (p->id[q] < red->bad_id) {
-        red->bad_id = p->id[q];
+      if (id[q] < red->bad_id) {
+        red->bad_id = id[q];
         for (PetscInt a = 0; a < 3; a++) red->bad_x[a] = a < p->dim ? x[a] : 0.0;
       }
       continue;
     }
-    const PetscInt cell = MPMGridParticleCell(g, x);
+    const PetscInt cell = MPMLayoutParticleCell(g, x);
     if (cell >= g->own_lo && cell < g->own_hi) dest[q] = -1;
     else {
-      dest[q] = MPMGridSlabOwner(g, cell);
+      dest[q] = MPMLayoutSlabOwner(g, cell);
       sendcount[dest[q]]++;
     }
   }
 }
 
-PetscErrorCode MPMMigrate(MPMSim sim, MPMStepReduction *red)
+/* One species: particles outside the domain are dropped and counted, the
+ * others that left this slab are sent to their owner. */
+static PetscErrorCode MigrateSpecies(MPMSim sim, MPMParticles *p, MPMStepReduction *red)
 {
-  MPMParticles *p = &sim->p;
-  const size_t  B = p->bytes;
+  const size_t  B = p->mbytes;
   PetscInt     *dest, nrecv = 0, start;
   PetscMPIInt  *scount, *rcount, *soff, *roff, nreq = 0;
   PetscBool    *keep;
@@ -136,12 +128,9 @@ PetscErrorCode MPMMigrate(MPMSim sim, MPMStepReduction *red)
   MPI_Request  *req;
 
   PetscFunctionBeginUser;
-  PetscCall(PetscLogEventBegin(MPM_EVENT_MIGRATE, 0, 0, 0, 0));
-  red->outside = 0;
-  red->bad_id  = INT64_MAX;
   PetscCall(PetscCalloc4(sim->size, &scount, sim->size, &rcount, sim->size + 1, &soff, sim->size + 1, &roff));
   PetscCall(PetscMalloc2(p->n, &dest, p->n, &keep));
-  classify(sim, dest, scount, red);
+  classify(sim, p, dest, scount, red);
   PetscCallMPI(MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, sim->comm));
   for (PetscMPIInt r = 0; r < sim->size; r++) {
     soff[r + 1] = soff[r] + scount[r];
@@ -164,11 +153,23 @@ PetscErrorCode MPMMigrate(MPMSim sim, MPMStepReduction *red)
   PetscCall(MPMParticlesCompact(p, keep));
   PetscCall(MPMParticlesGrow(p, nrecv, &start));
   for (PetscInt q = 0; q < nrecv; q++) MPMParticlesUnpack(p, start + q, rbuf + B * (size_t)q);
-  red->n    = p->n;
-  red->wmax = MPMBalanceRankWork(sim);
+  red->n += p->n;
   PetscCall(PetscFree3(sbuf, rbuf, req));
   PetscCall(PetscFree2(dest, keep));
   PetscCall(PetscFree4(scount, rcount, soff, roff));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Every species.  Fills red->n (local particles), red->outside, red->bad_id
+ * and red->bad_x; the caller fills the rest before the reduction. */
+PetscErrorCode MPMMigrate(MPMSim sim, MPMStepReduction *red)
+{
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_MIGRATE, 0, 0, 0, 0));
+  red->n       = 0;
+  red->outside = 0;
+  red->bad_id  = INT64_MAX;
+  for (PetscInt s = 0; s < sim->nspecies; s++) PetscCall(MigrateSpecies(sim, &sim->species[s]->p, red));
   PetscCall(PetscLogEventEnd(MPM_EVENT_MIGRATE, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

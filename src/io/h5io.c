@@ -1,7 +1,7 @@
 /* Parallel HDF5 helpers (see h5io.h).  Problems with a file someone gave us
  * (missing or misshapen datasets) are input errors.  Every call here is collective over
  * the file's communicator except the attribute reads. */
-#include "h5io.h"
+#include "io.h"
 
 PetscErrorCode MPMH5Create(MPI_Comm comm, const char *path, MPMH5File *F)
 {

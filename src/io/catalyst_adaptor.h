@@ -15,18 +15,26 @@ extern "C" {
 
 typedef struct MPMCatalystAdaptor MPMCatalystAdaptor;
 
-/* This rank's particles at one step.  Arrays are borrowed for the call only
- * (the adaptor copies what it keeps). */
+/* One point-data array: n x ncomp values of the given type. */
+enum { MPM_CATALYST_DOUBLE = 0, MPM_CATALYST_INT64 = 1, MPM_CATALYST_INT32 = 2 };
 typedef struct {
-  int64_t        step;
-  double         time;
-  int            dim;
-  int64_t        n;        /* particles on this rank */
-  const double  *x, *v;    /* dim per particle */
-  const double  *pressure; /* -tr(sigma)/dim [Pa] */
-  const int64_t *id;
-  const int32_t *material;
-  double         lo[3], hi[3]; /* the domain box (lo[2] = hi[2] = 0 in 2D) */
+  const char *name;
+  int         type;  /* MPM_CATALYST_* */
+  int         ncomp; /* 1 or 3 */
+  const void *data;
+} MPMCatalystArray;
+
+/* This rank's particles at one step: the solver's output arrays, the one
+ * named "position" (3 components) as the points.  Arrays are borrowed for
+ * the call only (the adaptor copies what it keeps). */
+typedef struct {
+  int64_t                 step;
+  double                  time;
+  int                     dim;
+  int64_t                 n; /* particles on this rank */
+  int                     narrays;
+  const MPMCatalystArray *arrays;
+  double                  lo[3], hi[3]; /* the domain box (lo[2] = hi[2] = 0 in 2D) */
 } MPMCatalystFrame;
 
 /* Collective.  Sets MPM_CATALYST_OUTPUT_DIR=outdir for the scripts (before

@@ -6,33 +6,15 @@
  * generates only the lattice points that fall in its own slab.  Ids are
  * (source + 1) << 48 | lattice index, unique and independent of the rank
  * count. */
-#include "mpm_impl.h"
+#include "core.h"
 
 static const char *const SamplingNames[] = {"lattice", "jitter", "MPMSampling", "MPM_SAMPLING_", NULL};
 
 #define ID_SHIFT 48
 
-static PetscErrorCode FindMaterial(MPMSim sim, const char *opt, const char *name, PetscInt *idx)
-{
-  char list[1024] = "";
-
-  PetscFunctionBeginUser;
-  for (PetscInt m = 0; m < sim->nmat; m++) {
-    PetscBool same;
-    PetscCall(PetscStrcmp(sim->mat[m]->name, name, &same));
-    if (same) {
-      *idx = m;
-      PetscFunctionReturn(PETSC_SUCCESS);
-    }
-    PetscCall(PetscStrlcat(list, m ? ", " : "", sizeof(list)));
-    PetscCall(PetscStrlcat(list, sim->mat[m]->name, sizeof(list)));
-  }
-  SETERRQ(sim->comm, PETSC_ERR_USER_INPUT, "%s '%s' is not one of the materials listed in -materials (%s)", opt, name, list[0] ? list : "none");
-}
-
 static PetscErrorCode CheckInDomain(MPMSim sim, const char *what, const double *lo, const double *hi)
 {
-  const MPMGrid *g   = &sim->grid;
+  const MPMLayout *g = &sim->layout;
   const double   tol = 1e-9 * g->h;
 
   PetscFunctionBeginUser;
@@ -54,14 +36,14 @@ static PetscErrorCode RegionSetUp(MPMSim sim, PetscInt r, const char *name)
   PetscCall(PetscSNPrintf(prefix, sizeof(prefix), "%s_", name));
   PetscCall(PetscSNPrintf(title, sizeof(title), "Region '%s'", name));
   PetscCall(MPMShapeFromOptions(sim->comm, sim->dim, prefix, title, PETSC_FALSE, PETSC_FALSE, &R->ps));
-  if (sim->nmat) PetscCall(PetscStrncpy(mname, sim->mat[0]->name, sizeof(mname)));
+  if (sim->species[0]->nmat) PetscCall(PetscStrncpy(mname, sim->species[0]->matinfo[0].name, sizeof(mname)));
   R->ppc    = 2;
   R->jitter = 0.5;
   PetscCall(PetscStrlcat(title, ": particles", sizeof(title))); /* -help prints one block per title */
   PetscOptionsBegin(sim->comm, prefix, title, NULL);
   PetscCall(PetscOptionsString("-material", "Material of the particles (a name from -materials)", NULL, mname, mname, sizeof(mname), NULL));
-  PetscCall(FindMaterial(sim, "-material of a region", mname, &R->mat));
-  R->density = sim->mat[R->mat]->density;
+  PetscCall(MPMSpeciesFindMaterial(sim, "-material of a region", mname, &R->species, &R->mat));
+  R->density = sim->species[R->species]->matinfo[R->mat].density;
   PetscCall(PetscOptionsReal("-density", "Density, default the material's [kg/m^3]", NULL, R->density, &R->density, NULL));
   PetscCall(PetscOptionsInt("-ppc", "Particles per cell along each axis [-]", NULL, R->ppc, &R->ppc, NULL));
   PetscCall(PetscOptionsEList("-sampling", "Particle placement", NULL, SamplingNames, 2, SamplingNames[sampling], &sampling, NULL));
@@ -84,8 +66,8 @@ static PetscErrorCode RegionSetUp(MPMSim sim, PetscInt r, const char *name)
   PetscCall(PetscSNPrintf(what, sizeof(what), "Region '%s' (-%sshape and its size; or set -%sclip_to_domain)", name, prefix, prefix));
   if (R->clip) {
     for (PetscInt a = 0; a < sim->dim; a++) {
-      lo[a] = PetscMax(lo[a], sim->grid.lo[a]);
-      hi[a] = PetscMin(hi[a], sim->grid.hi[a]);
+      lo[a] = PetscMax(lo[a], sim->layout.lo[a]);
+      hi[a] = PetscMin(hi[a], sim->layout.hi[a]);
       PetscCheck(lo[a] < hi[a], sim->comm, PETSC_ERR_USER_INPUT, "Region '%s' does not intersect the domain along %c", name, "xyz"[a]);
     }
   }
@@ -111,7 +93,7 @@ PetscErrorCode MPMRegionsSetUp(MPMSim sim)
  * this rank's slab along the slab axis. */
 static void RegionLattice(const MPMSim sim, const MPMRegion *R, double s, PetscInt *ilo, PetscInt *ihi, PetscInt *nfull)
 {
-  const MPMGrid *g = &sim->grid;
+  const MPMLayout *g = &sim->layout;
   double         lo[3], hi[3];
   mpm_shape_bbox(&R->ps.shape, lo, hi);
   for (PetscInt a = 0; a < 3; a++) {
@@ -164,12 +146,14 @@ static PetscErrorCode SeedRegion(MPMSim sim, PetscInt r)
 {
   const MPMRegion *R = &sim->reg[r];
   const PetscInt   d = sim->dim;
-  const double     s = sim->grid.h / R->ppc, vol = pow(s, (double)d);
+  const double     s = sim->layout.h / R->ppc, vol = pow(s, (double)d);
   PetscInt         ilo[3], ihi[3], nfull[4], start;
-  MPMParticles    *p = &sim->p;
+  MPMParticles    *p = &sim->species[R->species]->p;
+  PetscInt         f_C;
 
   PetscFunctionBeginUser;
   RegionLattice(sim, R, s, ilo, ihi, nfull);
+  PetscCall(MPMParticlesFindField(p, "C", &f_C)); /* an affine initial velocity sets the APIC C when the method has one */
   PetscCheck((double)nfull[0] * nfull[1] * nfull[2] < (double)(1LL << ID_SHIFT), sim->comm, PETSC_ERR_SUP, "Region '%s' has too many lattice points for 48-bit ids", R->name);
   for (PetscInt k = ilo[2]; k < ihi[2]; k++)
     for (PetscInt j = ilo[1]; j < ihi[1]; j++)
@@ -177,19 +161,22 @@ static PetscErrorCode SeedRegion(MPMSim sim, PetscInt r)
         const PetscInt idx[3] = {i, j, k};
         double         x[3] = {0, 0, 0}, gr[3];
         PetscInt       rel[3];
-        for (PetscInt a = 0; a < d; a++) x[a] = sim->grid.lo[a] + (idx[a] + 0.5) * s;
+        for (PetscInt a = 0; a < d; a++) x[a] = sim->layout.lo[a] + (idx[a] + 0.5) * s;
         if (MPMPlacedShapeEval(&R->ps, d, x, gr, NULL) > 0 || InsideEarlier(sim, r, x)) continue;
-        for (PetscInt a = 0; a < 3; a++) rel[a] = idx[a] - (a == sim->grid.slab_axis ? nfull[3] : ilo[a]);
+        for (PetscInt a = 0; a < 3; a++) rel[a] = idx[a] - (a == sim->layout.slab_axis ? nfull[3] : ilo[a]);
         const int64_t id = ((int64_t)(r + 1) << ID_SHIFT) | (((int64_t)rel[2] * nfull[1] + rel[1]) * nfull[0] + rel[0]);
         if (R->sampling == MPM_SAMPLING_JITTER)
           for (PetscInt a = 0; a < d; a++) x[a] += R->jitter * s * (mpm_uniform(sim->seed, (uint64_t)id, (uint64_t)a) - 0.5);
+        double C[9];
         PetscCall(MPMParticlesAppend(p, 1, &start));
-        p->id[start] = id;
-        RegionVelocity(sim, R, x, p->v + start * d, p->C + start * d * d);
-        for (PetscInt a = 0; a < d; a++) p->x[start * d + a] = x[a];
-        p->m[start]   = R->density * vol;
-        p->V0[start]  = vol;
-        p->mat[start] = (int32_t)R->mat;
+        MPMFieldInt64(p, p->f_id)[start] = id;
+        RegionVelocity(sim, R, x, MPMFieldReal(p, p->f_v) + start * d, C);
+        if (f_C >= 0)
+          for (PetscInt a = 0; a < d * d; a++) MPMFieldReal(p, f_C)[start * d * d + a] = C[a];
+        for (PetscInt a = 0; a < d; a++) MPMFieldReal(p, p->f_x)[start * d + a] = x[a];
+        MPMFieldReal(p, p->f_m)[start]    = R->density * vol;
+        MPMFieldReal(p, p->f_V0)[start]   = vol;
+        MPMFieldInt32(p, p->f_mat)[start] = (int32_t)R->mat;
       }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -199,12 +186,13 @@ PetscErrorCode MPMSeedRegions(MPMSim sim)
   PetscFunctionBeginUser;
   PetscCall(PetscLogEventBegin(MPM_EVENT_SEED, 0, 0, 0, 0));
   for (PetscInt r = 0; r < sim->nreg; r++) {
-    int64_t before = sim->p.n, offset, total;
+    const MPMParticles *p      = &sim->species[sim->reg[r].species]->p;
+    int64_t             before = p->n, offset, total;
     PetscCall(SeedRegion(sim, r));
-    PetscCall(MPMGlobalOffset(sim->comm, sim->p.n - before, &offset, &total));
+    PetscCall(MPMGlobalOffset(sim->comm, p->n - before, &offset, &total));
     PetscCheck(total > 0, sim->comm, PETSC_ERR_USER_INPUT,
                "Region '%s' received no particles: it is smaller than the particle spacing dx/ppc = %g m, or covered by earlier regions (-%s_ppc, its size)", sim->reg[r].name,
-               sim->grid.h / sim->reg[r].ppc, sim->reg[r].name);
+               sim->layout.h / sim->reg[r].ppc, sim->reg[r].name);
   }
   PetscCall(PetscLogEventEnd(MPM_EVENT_SEED, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -237,7 +225,7 @@ static void EmitterBasis(MPMEmitter *E, PetscInt d)
 static PetscErrorCode EmitterLayout(MPMSim sim, MPMEmitter *E)
 {
   const PetscInt d = sim->dim;
-  const double   s = sim->grid.h / E->ppc;
+  const double   s = sim->layout.h / E->ppc;
   const PetscInt m = (PetscInt)floor(2 * E->radius / s + 1e-9);
   PetscInt       n = 0;
 
@@ -266,7 +254,7 @@ static PetscErrorCode EmitterSetUp(MPMSim sim, PetscInt e, const char *name)
   PetscCall(PetscStrncpy(E->name, name, sizeof(E->name)));
   PetscCall(PetscSNPrintf(prefix, sizeof(prefix), "%s_", name));
   PetscCall(PetscSNPrintf(title, sizeof(title), "Emitter '%s'", name));
-  if (sim->nmat) PetscCall(PetscStrncpy(mname, sim->mat[0]->name, sizeof(mname)));
+  if (sim->species[0]->nmat) PetscCall(PetscStrncpy(mname, sim->species[0]->matinfo[0].name, sizeof(mname)));
   E->ppc     = 2;
   E->t_start = 0;
   E->t_stop  = PETSC_MAX_REAL;
@@ -277,8 +265,8 @@ static PetscErrorCode EmitterSetUp(MPMSim sim, PetscInt e, const char *name)
   PetscCall(PetscOptionsReal("-speed", "Outflow speed [m/s]", NULL, E->speed, &E->speed, NULL));
   PetscCall(PetscOptionsReal("-radius", "Outlet radius (half width in 2D) [m]", NULL, E->radius, &E->radius, NULL));
   PetscCall(PetscOptionsString("-material", "Material (a name from -materials)", NULL, mname, mname, sizeof(mname), NULL));
-  PetscCall(FindMaterial(sim, "-material of an emitter", mname, &E->mat));
-  E->density = sim->mat[E->mat]->density;
+  PetscCall(MPMSpeciesFindMaterial(sim, "-material of an emitter", mname, &E->species, &E->mat));
+  E->density = sim->species[E->species]->matinfo[E->mat].density;
   PetscCall(PetscOptionsReal("-density", "Density, default the material's [kg/m^3]", NULL, E->density, &E->density, NULL));
   PetscCall(PetscOptionsInt("-ppc", "Particles per cell along each axis [-]", NULL, E->ppc, &E->ppc, NULL));
   PetscCall(PetscOptionsReal("-start", "Time the flow starts [s]", NULL, E->t_start, &E->t_start, NULL));
@@ -325,8 +313,8 @@ PetscErrorCode MPMEmittersSetUp(MPMSim sim)
 static PetscErrorCode EmitterStep(MPMSim sim, MPMEmitter *E, double t_new, int64_t *emitted)
 {
   const PetscInt d = sim->dim;
-  const double   s = sim->grid.h / E->ppc, vol = pow(s, (double)d), tend = PetscMin(t_new, E->t_stop);
-  MPMParticles  *p = &sim->p;
+  const double   s = sim->layout.h / E->ppc, vol = pow(s, (double)d), tend = PetscMin(t_new, E->t_stop);
+  MPMParticles  *p = &sim->species[E->species]->p;
   PetscInt       start;
 
   PetscFunctionBeginUser;
@@ -337,17 +325,17 @@ static PetscErrorCode EmitterStep(MPMSim sim, MPMEmitter *E, double t_new, int64
     for (PetscInt j = 0; j < E->per_layer; j++) {
       double x[3] = {0, 0, 0};
       for (PetscInt a = 0; a < d; a++) x[a] = E->center[a] + E->layer_offsets[j * d + a] + travel * E->dir[a];
-      const PetscInt cell = MPMGridParticleCell(&sim->grid, x);
-      if (cell < sim->grid.own_lo || cell >= sim->grid.own_hi) continue;
+      const PetscInt cell = MPMLayoutParticleCell(&sim->layout, x);
+      if (cell < sim->layout.own_lo || cell >= sim->layout.own_hi) continue;
       PetscCall(MPMParticlesAppend(p, 1, &start));
-      p->id[start] = ((int64_t)(E->source + 1) << ID_SHIFT) | (k * (int64_t)E->per_layer + j);
+      MPMFieldInt64(p, p->f_id)[start] = ((int64_t)(E->source + 1) << ID_SHIFT) | (k * (int64_t)E->per_layer + j);
       for (PetscInt a = 0; a < d; a++) {
-        p->x[start * d + a] = x[a];
-        p->v[start * d + a] = E->speed * E->dir[a];
+        MPMFieldReal(p, p->f_x)[start * d + a] = x[a];
+        MPMFieldReal(p, p->f_v)[start * d + a] = E->speed * E->dir[a];
       }
-      p->m[start]   = E->density * vol;
-      p->V0[start]  = vol;
-      p->mat[start] = (int32_t)E->mat;
+      MPMFieldReal(p, p->f_m)[start]    = E->density * vol;
+      MPMFieldReal(p, p->f_V0)[start]   = vol;
+      MPMFieldInt32(p, p->f_mat)[start] = (int32_t)E->mat;
     }
     *emitted += E->per_layer;
   }

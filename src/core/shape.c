@@ -1,13 +1,11 @@
-/* Collision objects (Klar et al. 2016, section 8): signed distance
- * functions placed in the world, optionally moving with a prescribed linear
- * and angular velocity, applied to grid-node velocities with sticky, slip
- * or separating constraints and Coulomb friction.  The domain faces are
- * half-space objects built from the -bc_* options. */
-#include "mpm_impl.h"
+/* Shapes placed in the world: a signed distance function (kernels/sdf.c)
+ * in its own frame, the frame's prescribed motion (linear and angular
+ * velocity) and the options that describe it.  Seeding regions (seed.c)
+ * and collision objects (colliders/) are both placed shapes, so the shape
+ * lives here, below both. */
+#include "core.h"
 
 static const char *const ShapeNames[] = {"half_space", "box", "sphere", "cylinder", "MPMShapeType", "MPM_SHAPE_", NULL};
-static const char *const BCNames[]    = {"sticky", "slip", "separate", "none", "MPMBCMode", "MPM_BC_", NULL};
-static const char *const FaceNames[]  = {"xlo", "xhi", "ylo", "yhi", "zlo", "zhi"};
 
 static PetscErrorCode Normalize(const char *prefix, const char *opt, PetscInt d, double *n)
 {
@@ -140,84 +138,3 @@ double MPMPlacedShapeEval(const MPMPlacedShape *ps, PetscInt d, const double *x,
   return phi;
 }
 
-static PetscErrorCode WallsSetUp(MPMSim sim)
-{
-  const PetscInt d   = sim->dim;
-  double         mu0 = 0.0;
-
-  PetscFunctionBeginUser;
-  PetscOptionsBegin(sim->comm, NULL, "Domain boundaries", NULL);
-  PetscCall(PetscOptionsReal("-bc_friction", "Default Coulomb friction coefficient of the domain faces [-]", NULL, mu0, &mu0, NULL));
-  PetscCheck(mu0 >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-bc_friction must be >= 0, got %g", mu0);
-  for (PetscInt f = 0; f < 2 * d; f++) {
-    MPMCollider *w = &sim->obj[f];
-    PetscInt     mode = MPM_BC_SEPARATE;
-    char         opt[64], help[128];
-    PetscCall(PetscSNPrintf(w->name, sizeof(w->name), "bc_%s", FaceNames[f]));
-    PetscCall(PetscSNPrintf(opt, sizeof(opt), "-bc_%s", FaceNames[f]));
-    PetscCall(PetscSNPrintf(help, sizeof(help), "Boundary condition on the %s face", FaceNames[f]));
-    PetscCall(PetscOptionsEList(opt, help, NULL, BCNames, 4, BCNames[mode], &mode, NULL));
-    w->mode     = (MPMBCMode)mode;
-    w->friction = mu0;
-    PetscCall(PetscSNPrintf(opt, sizeof(opt), "-bc_%s_friction", FaceNames[f]));
-    PetscCall(PetscOptionsReal(opt, "Coulomb friction coefficient of this face [-]", NULL, w->friction, &w->friction, NULL));
-    PetscCheck(w->friction >= 0, sim->comm, PETSC_ERR_USER_INPUT, "%s must be >= 0, got %g", opt, w->friction);
-    PetscCall(PetscMemzero(&w->ps, sizeof(w->ps)));
-    w->ps.shape.dim        = (int)d;
-    w->ps.shape.type       = MPM_SHAPE_HALF_SPACE;
-    w->ps.shape.n[f / 2]   = (f % 2 == 0) ? 1.0 : -1.0; /* out of the wall, into the domain */
-    w->ps.c0[f / 2]        = (f % 2 == 0) ? sim->grid.lo[f / 2] : sim->grid.hi[f / 2];
-    MPMPlacedShapeAtTime(&w->ps, d, 0.0);
-  }
-  PetscOptionsEnd();
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode ObjectSetUp(MPMSim sim, MPMCollider *o, const char *name)
-{
-  char     prefix[MPM_NAME_LEN + 1], title[2 * MPM_NAME_LEN];
-  PetscInt mode = MPM_BC_SEPARATE;
-
-  PetscFunctionBeginUser;
-  PetscCall(PetscStrncpy(o->name, name, sizeof(o->name)));
-  PetscCall(PetscSNPrintf(prefix, sizeof(prefix), "%s_", name));
-  PetscCall(PetscSNPrintf(title, sizeof(title), "Collision object '%s'", name));
-  PetscCall(MPMShapeFromOptions(sim->comm, sim->dim, prefix, title, PETSC_TRUE, PETSC_TRUE, &o->ps));
-  o->friction = 0;
-  PetscCall(PetscStrlcat(title, ": contact", sizeof(title))); /* -help prints one block per title */
-  PetscOptionsBegin(sim->comm, prefix, title, NULL);
-  PetscCall(PetscOptionsEList("-mode", "Collision type", NULL, BCNames, 3, BCNames[mode], &mode, NULL));
-  PetscCall(PetscOptionsReal("-friction", "Coulomb friction coefficient [-]", NULL, o->friction, &o->friction, NULL));
-  PetscOptionsEnd();
-  PetscCheck(o->friction >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sfriction must be >= 0, got %g", prefix, o->friction);
-  o->mode = (MPMBCMode)mode;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode MPMCollidersSetUp(MPMSim sim)
-{
-  char    *names[MPM_MAX_NAMES];
-  PetscInt n;
-
-  PetscFunctionBeginUser;
-  PetscCall(MPMOptionsGetNames(sim->comm, "Collision objects", "-objects", "Names of the collision objects; each reads options -<name>_*", names, &n));
-  sim->nwalls = 2 * sim->dim;
-  sim->nobj   = sim->nwalls + n;
-  PetscCall(PetscCalloc1(sim->nobj, &sim->obj));
-  PetscCall(WallsSetUp(sim));
-  for (PetscInt i = 0; i < n; i++) PetscCall(ObjectSetUp(sim, &sim->obj[sim->nwalls + i], names[i]));
-  PetscCall(MPMOptionsFreeNames(names, n));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-void MPMCollidersApply(const MPMSim sim, const double *x, double dt, double *v)
-{
-  const double tol = 1e-6 * sim->grid.h;
-  for (PetscInt o = 0; o < sim->nobj; o++) {
-    const MPMCollider *c = &sim->obj[o];
-    double             n[3], vb[3];
-    if (c->mode == MPM_BC_NONE) continue;
-    const double phi = MPMPlacedShapeEval(&c->ps, sim->dim, x, n, vb);
-    mpm_collide_node((int)sim->dim, c->mode, c->friction, phi, n, vb, dt, tol, v);
-  }
-}

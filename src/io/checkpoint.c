@@ -19,7 +19,7 @@
  * for bit the uninterrupted run; on another rank count the particles are read
  * in equal blocks and migrated to their owners. */
 #define _POSIX_C_SOURCE 200809L /* sigaction, dirent, unlink under -std=c11 */
-#include "h5io.h"
+#include "io.h"
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -71,7 +71,7 @@ int64_t MPMCheckpointLocalFlags(const MPMSim sim)
 }
 
 /* ------------------------------------------------------------------ write */
-static hid_t FieldType(const MPMParticleField *f)
+static hid_t FieldType(const MPMField *f)
 {
   switch (f->type) {
   case MPM_FIELD_REAL: return H5T_NATIVE_DOUBLE;
@@ -89,10 +89,11 @@ static PetscErrorCode WriteParticles(MPMSim sim, MPMH5File *F)
   PetscFunctionBeginUser;
   H5CALL(grp = H5Gcreate2(F->file, "particles", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   H5CALL(H5Gclose(grp));
-  for (int f = 0; f < sim->p.nfield; f++) {
-    const MPMParticleField *fd = &sim->p.field[f];
+  for (PetscInt f = 0; f < sim->species[0]->p.nfield; f++) {
+    const MPMField *fd = &sim->species[0]->p.field[f];
+    if (!(fd->flags & MPM_FIELD_CHECKPOINT)) continue;
     PetscCall(PetscSNPrintf(name, sizeof(name), "particles/%s", fd->name));
-    PetscCall(MPMH5WriteArray(F, name, FieldType(fd), fd->ncomp, *fd->data));
+    PetscCall(MPMH5WriteArray(F, name, FieldType(fd), fd->ncomp, fd->data));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -172,7 +173,7 @@ static PetscErrorCode WriteState(MPMSim sim, hid_t file)
 {
   const double  r[8] = {sim->t, sim->dt, sim->dt_lo, sim->dt_hi, sim->t_next_output, sim->t_last_frame, sim->particle_steps, sim->wall_steps};
   const int64_t i[8] = {sim->step, sim->frame, sim->n_global, sim->n_deleted, sim->n_emitted, sim->dim, sim->size, (int64_t)sim->seed};
-  const int64_t nodes[3] = {sim->grid.N[0], sim->grid.N[1], sim->grid.N[2]};
+  const int64_t nodes[3] = {sim->layout.N[0], sim->layout.N[1], sim->layout.N[2]};
   int64_t       layers[MPM_MAX_NAMES];
 
   PetscFunctionBeginUser;
@@ -185,9 +186,29 @@ static PetscErrorCode WriteState(MPMSim sim, hid_t file)
   PetscCall(MPMH5WriteAttr(file, "emitter_layers_and_count", H5T_NATIVE_INT64, (int)sim->nem + 1, layers));
   PetscCall(MPMH5WriteString(file, "version", MPMVersion()));
   PetscCall(MPMH5WriteString(file, "options", sim->options_string ? sim->options_string : ""));
-  PetscCall(WritePerRank(sim, file, "particles_per_rank", sim->p.n));
-  PetscCall(WritePerRank(sim, file, "slab_start", sim->grid.slab_start[sim->rank]));
+  PetscCall(WritePerRank(sim, file, "particles_per_rank", sim->species[0]->p.n));
+  PetscCall(WritePerRank(sim, file, "slab_start", sim->layout.slab_start[sim->rank]));
   PetscCall(WriteFrameList(sim, file));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The integrator's name and scalars, and every rank's collider impulses
+ * since the last history row (one row per rank), so the next row after a
+ * restart is the uninterrupted run's. */
+static PetscErrorCode WriteMethodState(MPMSim sim, MPMH5File *F)
+{
+  const MPMColliders c  = sim->colliders;
+  const int          nc = 6 * (int)c->nobj;
+  double             state[MPM_MAX_INTEGRATOR_STATE];
+  PetscInt           n = 0;
+  MPMH5File          R = {F->file, F->dxpl, sim->rank, sim->size, 1};
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMH5WriteString(F->file, "integrator", sim->integ->type));
+  if (sim->integ->ops.get_state) PetscCall(sim->integ->ops.get_state(sim->integ, &n, state));
+  if (n > 0) PetscCall(MPMH5WriteAttr(F->file, "integrator_state", H5T_NATIVE_DOUBLE, (int)n, state));
+  PetscCall(MPMH5WriteAttr(F->file, "collider_elapsed", H5T_NATIVE_DOUBLE, 1, &c->elapsed));
+  PetscCall(MPMH5WriteArray(&R, "collider_impulse", H5T_NATIVE_DOUBLE, nc, c->impulse));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -266,10 +287,11 @@ PetscErrorCode MPMCheckpointWrite(MPMSim sim)
   PetscCall(PetscSNPrintf(tmp, sizeof(tmp), "%s.tmp", path));
   PetscCall(MPMOutputMakeDir(sim, dir));
   PetscCall(MPMH5Create(sim->comm, tmp, &F));
-  F.n = sim->p.n;
+  F.n = sim->species[0]->p.n;
   PetscCall(MPMGlobalOffset(sim->comm, F.n, &F.offset, &F.total));
   PetscCall(WriteParticles(sim, &F));
   PetscCall(WriteState(sim, F.file));
+  PetscCall(WriteMethodState(sim, &F));
   PetscCall(MPMH5Close(&F));
   PetscCall(MPMBarrier(sim->comm));
   PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? FinishRank0(sim, tmp, path, dir) : PETSC_SUCCESS, "naming or pruning checkpoints"));
@@ -325,9 +347,9 @@ static PetscErrorCode ReadState(MPMSim sim, hid_t file, const char *what, int64_
   PetscCall(MPMH5ReadAttr(file, "step_frame_n_deleted_emitted_dim_ranks_seed", H5T_NATIVE_INT64, 8, i, what));
   PetscCheck(i[5] == sim->dim, sim->comm, PETSC_ERR_USER_INPUT, "%s is %lldD but the deck is %" PetscInt_FMT "D (-dim)", what, (long long)i[5], sim->dim);
   PetscCall(MPMH5ReadAttr(file, "grid_nodes", H5T_NATIVE_INT64, 3, nodes, what));
-  PetscCheck(nodes[0] == sim->grid.N[0] && nodes[1] == sim->grid.N[1] && nodes[2] == sim->grid.N[2], sim->comm, PETSC_ERR_USER_INPUT,
+  PetscCheck(nodes[0] == sim->layout.N[0] && nodes[1] == sim->layout.N[1] && nodes[2] == sim->layout.N[2], sim->comm, PETSC_ERR_USER_INPUT,
              "%s was written on a grid of %lld x %lld x %lld nodes, the deck gives %" PetscInt_FMT " x %" PetscInt_FMT " x %" PetscInt_FMT " (-domain_lo/-domain_hi/-dx)", what,
-             (long long)nodes[0], (long long)nodes[1], (long long)nodes[2], sim->grid.N[0], sim->grid.N[1], sim->grid.N[2]);
+             (long long)nodes[0], (long long)nodes[1], (long long)nodes[2], sim->layout.N[0], sim->layout.N[1], sim->layout.N[2]);
   PetscCall(MPMH5ReadAttr(file, "emitter_layers_and_count", H5T_NATIVE_INT64, (int)sim->nem + 1, layers, what));
   for (PetscInt e = 0; e < sim->nem; e++) sim->em[e].layers = layers[e];
   PetscCall(MPMH5ReadAttr(file, "time_dt_dtlo_dthi_tnext_tlastframe_psteps_wallsteps", H5T_NATIVE_DOUBLE, 8, r, what));
@@ -377,13 +399,61 @@ static PetscErrorCode ReadFrameList(MPMSim sim, MPMH5File *F, const char *what)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Checkpoints from before the integrators have neither: explicit, no impulses. */
+static PetscErrorCode ReadMethodState(MPMSim sim, MPMH5File *F, int64_t ranks, const char *what)
+{
+  const MPMColliders c  = sim->colliders;
+  const int          nc = 6 * (int)c->nobj;
+  char              *type = NULL;
+  double            *rows;
+  MPMH5File          R = *F;
+
+  PetscFunctionBeginUser;
+  if (H5Aexists(F->file, "integrator") > 0) {
+    PetscBool same;
+    PetscCall(MPMH5ReadString(F->file, "integrator", &type, what));
+    PetscCall(PetscStrcmp(type, sim->integ->type, &same));
+    PetscCheck(same, sim->comm, PETSC_ERR_USER_INPUT, "%s was written by -integrator %s; the deck uses -integrator %s", what, type, sim->integ->type);
+    PetscCall(PetscFree(type));
+  }
+  if (H5Aexists(F->file, "integrator_state") > 0) {
+    double   state[MPM_MAX_INTEGRATOR_STATE];
+    hid_t    a, sp;
+    hssize_t n;
+    H5CALL(a = H5Aopen(F->file, "integrator_state", H5P_DEFAULT));
+    H5CALL(sp = H5Aget_space(a));
+    H5CALL(n = H5Sget_simple_extent_npoints(sp));
+    H5CALL(H5Sclose(sp));
+    H5CALL(H5Aclose(a));
+    PetscCheck(n <= MPM_MAX_INTEGRATOR_STATE && sim->integ->ops.set_state, sim->comm, PETSC_ERR_USER_INPUT, "%s: integrator state of %lld values does not fit -integrator %s", what,
+               (long long)n, sim->integ->type);
+    PetscCall(MPMH5ReadAttr(F->file, "integrator_state", H5T_NATIVE_DOUBLE, (int)n, state, what));
+    PetscCall(sim->integ->ops.set_state(sim->integ, (PetscInt)n, state));
+  }
+  if (!MPMH5Exists(F->file, "collider_impulse")) PetscFunctionReturn(PETSC_SUCCESS);
+  /* same rank count: this rank's row; otherwise rank 0 takes the sum of all rows */
+  R.total  = ranks;
+  R.offset = ranks == sim->size ? sim->rank : 0;
+  R.n      = ranks == sim->size ? 1 : (sim->rank == 0 ? ranks : 0);
+  PetscCall(PetscCalloc1(nc * (R.n + 1), &rows));
+  PetscCall(MPMH5ReadArray(&R, "collider_impulse", H5T_NATIVE_DOUBLE, nc, rows, what));
+  for (int i = 0; i < nc; i++) {
+    c->impulse[i] = 0;
+    for (int64_t r = 0; r < R.n; r++) c->impulse[i] += rows[r * nc + i];
+  }
+  PetscCall(MPMH5ReadAttr(F->file, "collider_elapsed", H5T_NATIVE_DOUBLE, 1, &c->elapsed, what));
+  PetscCall(PetscFree(rows));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* This rank's rows: its own block on the same rank count, an equal share otherwise. */
 static PetscErrorCode ReadParticles(MPMSim sim, MPMH5File *F, int64_t ranks, const char *what)
 {
-  char      name[128];
-  int64_t  *ppr;
-  PetscInt  start;
-  MPMH5File R = *F;
+  char          name[128];
+  int64_t      *ppr;
+  PetscInt      start;
+  MPMH5File     R = *F;
+  MPMParticles *p = &sim->species[0]->p;
 
   PetscFunctionBeginUser;
   F->total = sim->n_global;
@@ -401,16 +471,19 @@ static PetscErrorCode ReadParticles(MPMSim sim, MPMH5File *F, int64_t ranks, con
     F->offset = sim->n_global * sim->rank / sim->size;
     F->n      = sim->n_global * (sim->rank + 1) / sim->size - F->offset;
   }
-  PetscCall(MPMParticlesGrow(&sim->p, (PetscInt)F->n, &start));
-  for (int f = 0; f < sim->p.nfield; f++) {
-    const MPMParticleField *fd = &sim->p.field[f];
+  PetscCall(MPMParticlesAppend(p, (PetscInt)F->n, &start)); /* fields the file lacks keep their defaults */
+  for (PetscInt f = 0; f < p->nfield; f++) {
+    const MPMField *fd = &p->field[f];
+    if (!(fd->flags & MPM_FIELD_CHECKPOINT)) continue;
     PetscCall(PetscSNPrintf(name, sizeof(name), "particles/%s", fd->name));
-    PetscCall(MPMH5ReadArray(F, name, FieldType(fd), fd->ncomp, *fd->data, what));
+    PetscCall(MPMH5ReadArray(F, name, FieldType(fd), fd->ncomp, (char *)fd->data + MPMFieldSize(fd) * (size_t)start, what));
   }
-  int64_t bad = 0; /* counted over all ranks: an error on one rank alone would leave the others in a collective */
-  for (PetscInt q = 0; q < sim->p.n; q++) bad += !(sim->p.mat[q] >= 0 && sim->p.mat[q] < sim->nmat);
+  int64_t        bad = 0; /* counted over all ranks: an error on one rank alone would leave the others in a collective */
+  const int32_t *mat = MPMFieldInt32(p, p->f_mat);
+  for (PetscInt q = 0; q < p->n; q++) bad += !(mat[q] >= 0 && mat[q] < sim->species[0]->nmat);
   PetscCall(MPMGlobalSumInt64(sim->comm, &bad, 1));
-  PetscCheck(bad == 0, sim->comm, PETSC_ERR_USER_INPUT, "%s: %lld particles have a material index beyond the %" PetscInt_FMT " listed in -materials", what, (long long)bad, sim->nmat);
+  PetscCheck(bad == 0, sim->comm, PETSC_ERR_USER_INPUT, "%s: %lld particles have a material index beyond the %" PetscInt_FMT " listed in -materials", what, (long long)bad,
+             sim->species[0]->nmat);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -431,12 +504,15 @@ static PetscErrorCode RestoreSlabs(MPMSim sim, MPMH5File *F, const char *what)
   PetscCall(MPMH5ReadArray(&R, "slab_start", H5T_NATIVE_INT64, 1, s, what));
   for (PetscMPIInt r = 0; r < sim->size; r++) {
     start[r] = (PetscInt)s[r];
-    same     = same && start[r] == sim->grid.slab_start[r];
+    same     = same && start[r] == sim->layout.slab_start[r];
   }
-  start[sim->size] = sim->grid.N[sim->grid.slab_axis];
+  start[sim->size] = sim->layout.N[sim->layout.slab_axis];
   for (PetscMPIInt r = 0; r < sim->size; r++)
     PetscCheck(start[r + 1] - start[r] >= 2, sim->comm, PETSC_ERR_USER_INPUT, "%s: its slab layout does not fit this grid (-slab_axis or -dx changed?)", what);
-  if (!same) PetscCall(MPMGridSetSlabs(sim, start));
+  if (!same) {
+    PetscCall(MPMLayoutSetSlabs(sim, start));
+    PetscCall(MPMGridFieldsRebuild(sim));
+  }
   PetscCall(PetscFree2(s, start));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -469,11 +545,13 @@ PetscErrorCode MPMCheckpointRestart(MPMSim sim, PetscBool *restarted)
   if (ranks == sim->size) PetscCall(RestoreSlabs(sim, &F, what));
   PetscCall(ReadParticles(sim, &F, ranks, what));
   PetscCall(ReadFrameList(sim, &F, what));
+  PetscCall(ReadMethodState(sim, &F, ranks, what));
   PetscCall(MPMH5Close(&F));
   if (ranks != sim->size) { /* to the owners, then into cache order */
     PetscCall(MPMMigrate(sim, &red));
     red.dt    = sim->dt;
     red.flags = 0;
+    red.wmax  = MPMBalanceRankWork(sim);
     PetscCall(MPMGlobalStepReduce(sim->comm, &red));
     PetscCheck(red.n == sim->n_global && red.outside == 0, sim->comm, PETSC_ERR_PLIB, "%s: %lld particles after redistribution (%lld outside), expected %lld", what,
                (long long)red.n, (long long)red.outside, (long long)sim->n_global);

@@ -1,6 +1,6 @@
 /* Helpers for reading the deck: vectors with an exact component count and
  * finite values, and the name lists of -materials/-regions/-objects/-emitters. */
-#include "mpm_impl.h"
+#include "core.h"
 
 /* Read option `opt` (e.g. "-velocity") of the current options block as a
  * vector of exactly `need` finite values.  PETSc silently drops values

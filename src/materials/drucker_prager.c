@@ -1,23 +1,26 @@
 /* Drucker-Prager sand (Klar et al. 2016, sections 6.3 and 7): Hencky-strain
  * elasticity, the three-case return mapping with volume-preserving
  * non-associative flow, hardening (K29-K31) and optional cohesion. */
-#include "mpm_impl.h"
+#include "materials.h"
 
 static const char *const ConeNames[] = {"compression", "plane_strain", "MPMConeMatch", "MPM_CONE_", NULL};
 
-static MPMPlasticCase DPUpdate(const void *ctx, double *Fe, double *q, double *Jp, double *tau)
+/* Project F_E onto the cone, harden, and the stress: the lane-parallel
+ * kernel over the run of particles. */
+static void DPCommit(const MPMMaterial m, int n, const MPMMaterialPoints *pts)
 {
-  return mpm_dp_update((const MPMDruckerPragerParams *)ctx, Fe, q, Jp, tau);
+  mpm_dp_update_n((const MPMDruckerPragerParams *)m->ctx, n, pts->Fe, pts->q, pts->Jp, pts->tau, pts->pcase);
 }
 
-static void DPUpdateBatch(const void *ctx, int n, double *Fe, double *q, double *Jp, double *tau, uint8_t *pcase)
+static void DPStress(const MPMMaterial m, const double *Fe, double *tau)
 {
-  mpm_dp_update_n((const MPMDruckerPragerParams *)ctx, n, Fe, q, Jp, tau, pcase);
+  const MPMDruckerPragerParams *p = (const MPMDruckerPragerParams *)m->ctx;
+  mpm_hencky_stress(p->dim, p->mu, p->lambda, Fe, tau);
 }
 
-static double DPEnergy(const void *ctx, const double *Fe)
+static double DPEnergy(const MPMMaterial m, const double *Fe)
 {
-  const MPMDruckerPragerParams *p = (const MPMDruckerPragerParams *)ctx;
+  const MPMDruckerPragerParams *p = (const MPMDruckerPragerParams *)m->ctx;
   return mpm_hencky_energy(p->dim, p->mu, p->lambda, Fe);
 }
 
@@ -77,8 +80,9 @@ PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial m, PetscOptionItems *
   p->h3 *= PETSC_PI / 180;
   PetscCall(DPCheckHardening(m, p));
   mpm_dp_setup(p);
-  m->update   = DPUpdate;
-  m->update_n = DPUpdateBatch;
-  m->energy   = DPEnergy;
+  m->flags      = MPM_MATERIAL_PLASTIC;
+  m->ops.commit = DPCommit;
+  m->ops.stress = DPStress;
+  m->ops.energy = DPEnergy;
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -13,7 +13,7 @@
  * their new owners.  Everything depends only on the particle positions, so
  * it is deterministic; a restart on the same rank count restores the
  * layout from the checkpoint. */
-#include "mpm_impl.h"
+#include "core.h"
 
 PetscErrorCode MPMBalanceSetUp(MPMSim sim)
 {
@@ -43,13 +43,13 @@ static double NodesIn(const PetscInt *n, PetscInt dim)
 /* This rank's work per step in particle-equivalents. */
 double MPMBalanceRankWork(const MPMSim sim)
 {
-  return (double)sim->p.n + sim->balance_node_cost * NodesIn(sim->grid.xm, sim->dim);
+  return (double)MPMLocalParticles(sim) + sim->balance_node_cost * NodesIn(sim->layout.xm, sim->dim);
 }
 
 /* max/mean work per rank, from the step reduction (red->n: all particles). */
 double MPMBalanceImbalance(const MPMSim sim, const MPMStepReduction *red)
 {
-  const double total = (double)red->n + sim->balance_node_cost * NodesIn(sim->grid.N, sim->dim);
+  const double total = (double)red->n + sim->balance_node_cost * NodesIn(sim->layout.N, sim->dim);
   return total > 0 ? red->wmax * sim->size / total : 1.0;
 }
 
@@ -57,7 +57,7 @@ double MPMBalanceImbalance(const MPMSim sim, const MPMStepReduction *red)
  * particles in the plane plus the weighted nodes of the plane. */
 static PetscErrorCode PlaneWork(MPMSim sim, double *work)
 {
-  const MPMGrid *g = &sim->grid;
+  const MPMLayout *g = &sim->layout;
   const PetscInt N = g->N[g->slab_axis];
   const double   face = NodesIn(g->N, sim->dim) / (double)N;
   int64_t       *hist;
@@ -65,7 +65,11 @@ static PetscErrorCode PlaneWork(MPMSim sim, double *work)
   PetscFunctionBeginUser;
   PetscCall(PetscMalloc1(N, &hist));
   for (PetscInt c = 0; c < N; c++) hist[c] = 0;
-  for (PetscInt q = 0; q < sim->p.n; q++) hist[PetscClipInterval(MPMGridParticleCell(g, sim->p.x + q * sim->dim), 0, N - 1)]++;
+  for (PetscInt s = 0; s < sim->nspecies; s++) {
+    const MPMParticles *p = &sim->species[s]->p;
+    const double       *x = MPMFieldReal(p, p->f_x);
+    for (PetscInt q = 0; q < p->n; q++) hist[PetscClipInterval(MPMLayoutParticleCell(g, x + q * sim->dim), 0, N - 1)]++;
+  }
   PetscCall(MPMGlobalSumInt64(sim->comm, hist, N));
   for (PetscInt c = 0; c < N; c++) work[c] = (double)hist[c] + sim->balance_node_cost * face;
   PetscCall(PetscFree(hist));
@@ -90,7 +94,7 @@ static void QuantileSlabs(const double *work, PetscInt N, PetscInt P, PetscInt *
 
 static PetscErrorCode Rebalance(MPMSim sim, PetscBool *moved)
 {
-  MPMGrid         *g = &sim->grid;
+  MPMLayout       *g = &sim->layout;
   const PetscInt   N = g->N[g->slab_axis], P = sim->size;
   double          *work;
   PetscInt        *start;
@@ -104,8 +108,10 @@ static PetscErrorCode Rebalance(MPMSim sim, PetscBool *moved)
   *moved = PETSC_FALSE;
   for (PetscInt r = 0; r <= P; r++) *moved = *moved || start[r] != g->slab_start[r];
   if (*moved) {
-    PetscCall(MPMGridSetSlabs(sim, start));
+    PetscCall(MPMLayoutSetSlabs(sim, start));
+    PetscCall(MPMGridFieldsRebuild(sim));
     PetscCall(MPMMigrate(sim, &red));
+    red.wmax  = MPMBalanceRankWork(sim);
     red.dt    = sim->dt;
     red.flags = 0;
     PetscCall(MPMGlobalStepReduce(sim->comm, &red));

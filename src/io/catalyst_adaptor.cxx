@@ -14,6 +14,7 @@
 #include <vtkCPProcessor.h>
 #include <vtkCPPythonPipeline.h>
 #include <vtkCellArray.h>
+#include <vtkDataArray.h>
 #include <vtkDoubleArray.h>
 #include <vtkFieldData.h>
 #include <vtkIdTypeArray.h>
@@ -28,6 +29,7 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -104,17 +106,19 @@ extern "C" int MPMCatalystAdaptorWants(MPMCatalystAdaptor *a, int64_t step, doub
   return a->processor->RequestDataDescription(a->description) != 0;
 }
 
-/* Positions and velocities padded to 3 components (ParaView wants 3D). */
-static vtkSmartPointer<vtkDoubleArray> Vector3(const char *name, const double *src, int dim, int64_t n)
+/* One solver array as a VTK array of its type (copied). */
+static vtkSmartPointer<vtkDataArray> Array(const MPMCatalystArray *a, int64_t n)
 {
-  vtkNew<vtkDoubleArray> arr;
-  arr->SetName(name);
-  arr->SetNumberOfComponents(3);
+  vtkSmartPointer<vtkDataArray> arr;
+  if (a->type == MPM_CATALYST_INT64) arr = vtkSmartPointer<vtkTypeInt64Array>::New();
+  else if (a->type == MPM_CATALYST_INT32) arr = vtkSmartPointer<vtkIntArray>::New();
+  else arr = vtkSmartPointer<vtkDoubleArray>::New();
+  arr->SetName(a->name);
+  arr->SetNumberOfComponents(a->ncomp);
   arr->SetNumberOfTuples(n);
-  double *dst = arr->GetPointer(0);
-  for (int64_t q = 0; q < n; q++)
-    for (int c = 0; c < 3; c++) dst[3 * q + c] = c < dim ? src[q * dim + c] : 0.0;
-  return arr.GetPointer();
+  const size_t size = a->type == MPM_CATALYST_INT32 ? 4 : 8;
+  if (n > 0) std::memcpy(arr->GetVoidPointer(0), a->data, size * (size_t)n * (size_t)a->ncomp);
+  return arr;
 }
 
 /* One vertex cell per point: offsets 0..n, connectivity 0..n-1. */
@@ -130,32 +134,18 @@ static vtkSmartPointer<vtkCellArray> Vertices(int64_t n)
   return cells.GetPointer();
 }
 
+/* The points are the "position" array; every other array is point data. */
 static vtkSmartPointer<vtkPolyData> Particles(const MPMCatalystFrame *f)
 {
   vtkNew<vtkPolyData> pd;
   vtkNew<vtkPoints>   pts;
-  pts->SetData(Vector3("position", f->x, f->dim, f->n));
+  for (int k = 0; k < f->narrays; k++) {
+    const MPMCatalystArray *a = &f->arrays[k];
+    if (!std::strcmp(a->name, "position")) pts->SetData(Array(a, f->n));
+    else pd->GetPointData()->AddArray(Array(a, f->n));
+  }
   pd->SetPoints(pts);
   pd->SetVerts(Vertices(f->n));
-
-  vtkNew<vtkDoubleArray> pres;
-  pres->SetName("pressure");
-  pres->SetNumberOfTuples(f->n);
-  vtkNew<vtkTypeInt64Array> id;
-  id->SetName("id");
-  id->SetNumberOfTuples(f->n);
-  vtkNew<vtkIntArray> mat;
-  mat->SetName("material");
-  mat->SetNumberOfTuples(f->n);
-  for (int64_t q = 0; q < f->n; q++) {
-    pres->SetValue(q, f->pressure[q]);
-    id->SetValue(q, f->id[q]);
-    mat->SetValue(q, f->material[q]);
-  }
-  pd->GetPointData()->AddArray(Vector3("velocity", f->v, f->dim, f->n));
-  pd->GetPointData()->AddArray(pres);
-  pd->GetPointData()->AddArray(id);
-  pd->GetPointData()->AddArray(mat);
   return pd.GetPointer();
 }
 

@@ -1,0 +1,148 @@
+/* Collision objects (Klar et al. 2016, section 8): signed distance
+ * functions placed in the world, optionally moving with a prescribed linear
+ * and angular velocity, applied to grid-node velocities with sticky, slip
+ * or separating constraints and Coulomb friction.  The domain faces are
+ * half-space objects built from the -bc_* options. */
+#include "colliders.h"
+
+static const char *const BCNames[]   = {"sticky", "slip", "separate", "none", "MPMBCMode", "MPM_BC_", NULL};
+static const char *const FaceNames[] = {"xlo", "xhi", "ylo", "yhi", "zlo", "zhi"};
+
+static PetscErrorCode WallsSetUp(MPMSim sim, MPMColliders c)
+{
+  const PetscInt d   = sim->dim;
+  double         mu0 = 0.0;
+
+  PetscFunctionBeginUser;
+  PetscOptionsBegin(sim->comm, NULL, "Domain boundaries", NULL);
+  PetscCall(PetscOptionsReal("-bc_friction", "Default Coulomb friction coefficient of the domain faces [-]", NULL, mu0, &mu0, NULL));
+  PetscCheck(mu0 >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-bc_friction must be >= 0, got %g", mu0);
+  for (PetscInt f = 0; f < 2 * d; f++) {
+    MPMCollider *w = &c->obj[f];
+    PetscInt     mode = MPM_BC_SEPARATE;
+    char         opt[64], help[128];
+    PetscCall(PetscSNPrintf(w->name, sizeof(w->name), "bc_%s", FaceNames[f]));
+    PetscCall(PetscSNPrintf(opt, sizeof(opt), "-bc_%s", FaceNames[f]));
+    PetscCall(PetscSNPrintf(help, sizeof(help), "Boundary condition on the %s face", FaceNames[f]));
+    PetscCall(PetscOptionsEList(opt, help, NULL, BCNames, 4, BCNames[mode], &mode, NULL));
+    w->mode     = (MPMBCMode)mode;
+    w->friction = mu0;
+    PetscCall(PetscSNPrintf(opt, sizeof(opt), "-bc_%s_friction", FaceNames[f]));
+    PetscCall(PetscOptionsReal(opt, "Coulomb friction coefficient of this face [-]", NULL, w->friction, &w->friction, NULL));
+    PetscCheck(w->friction >= 0, sim->comm, PETSC_ERR_USER_INPUT, "%s must be >= 0, got %g", opt, w->friction);
+    PetscCall(PetscMemzero(&w->ps, sizeof(w->ps)));
+    w->ps.shape.dim        = (int)d;
+    w->ps.shape.type       = MPM_SHAPE_HALF_SPACE;
+    w->ps.shape.n[f / 2]   = (f % 2 == 0) ? 1.0 : -1.0; /* out of the wall, into the domain */
+    w->ps.c0[f / 2]        = (f % 2 == 0) ? sim->layout.lo[f / 2] : sim->layout.hi[f / 2];
+    MPMPlacedShapeAtTime(&w->ps, d, 0.0);
+  }
+  PetscOptionsEnd();
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode ObjectSetUp(MPMSim sim, MPMCollider *o, const char *name)
+{
+  char     prefix[MPM_NAME_LEN + 1], title[2 * MPM_NAME_LEN];
+  PetscInt mode = MPM_BC_SEPARATE;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscStrncpy(o->name, name, sizeof(o->name)));
+  PetscCall(PetscSNPrintf(prefix, sizeof(prefix), "%s_", name));
+  PetscCall(PetscSNPrintf(title, sizeof(title), "Collision object '%s'", name));
+  PetscCall(MPMShapeFromOptions(sim->comm, sim->dim, prefix, title, PETSC_TRUE, PETSC_TRUE, &o->ps));
+  o->friction = 0;
+  PetscCall(PetscStrlcat(title, ": contact", sizeof(title))); /* -help prints one block per title */
+  PetscOptionsBegin(sim->comm, prefix, title, NULL);
+  PetscCall(PetscOptionsEList("-mode", "Collision type", NULL, BCNames, 3, BCNames[mode], &mode, NULL));
+  PetscCall(PetscOptionsReal("-friction", "Coulomb friction coefficient [-]", NULL, o->friction, &o->friction, NULL));
+  PetscOptionsEnd();
+  PetscCheck(o->friction >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sfriction must be >= 0, got %g", prefix, o->friction);
+  o->mode = (MPMBCMode)mode;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMCollidersCreate(MPMSim sim)
+{
+  char        *names[MPM_MAX_NAMES];
+  PetscInt     n;
+  MPMColliders c;
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMOptionsGetNames(sim->comm, "Collision objects", "-objects", "Names of the collision objects; each reads options -<name>_*", names, &n));
+  PetscCall(PetscNew(&c));
+  sim->colliders = c;
+  c->dim         = sim->dim;
+  c->tol         = 1e-6 * sim->layout.h;
+  c->nwalls      = 2 * sim->dim;
+  c->nobj        = c->nwalls + n;
+  PetscCall(PetscCalloc1(c->nobj, &c->obj));
+  PetscCall(PetscCalloc1(6 * c->nobj, &c->impulse));
+  PetscCall(WallsSetUp(sim, c));
+  for (PetscInt i = 0; i < n; i++) PetscCall(ObjectSetUp(sim, &c->obj[c->nwalls + i], names[i]));
+  PetscCall(MPMOptionsFreeNames(names, n));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMCollidersDestroy(MPMColliders *c)
+{
+  PetscFunctionBeginUser;
+  if (!*c) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscFree((*c)->obj));
+  PetscCall(PetscFree((*c)->impulse));
+  PetscCall(PetscFree(*c));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The deck's objects at time t (the walls do not move). */
+void MPMCollidersAtTime(MPMColliders c, double t)
+{
+  for (PetscInt o = c->nwalls; o < c->nobj; o++) MPMPlacedShapeAtTime(&c->obj[o].ps, c->dim, t);
+}
+
+/* Collide one grid node (position x, mass m, velocity v after forces) with
+ * every object in turn, and book the impulse each object took: the node's
+ * momentum change reversed, -m dv, and its moment about the object's centre. */
+void MPMCollidersApply(MPMColliders c, const double *x, double m, double dt, double *v)
+{
+  const PetscInt d = c->dim;
+  for (PetscInt o = 0; o < c->nobj; o++) {
+    const MPMCollider *obj = &c->obj[o];
+    double             n[3], vb[3], before[3], J[3] = {0, 0, 0}, r[3] = {0, 0, 0};
+    if (obj->mode == MPM_BC_NONE) continue;
+    const double phi = MPMPlacedShapeEval(&obj->ps, d, x, n, vb);
+    for (PetscInt a = 0; a < d; a++) before[a] = v[a];
+    if (!mpm_collide_node((int)d, obj->mode, obj->friction, phi, n, vb, dt, c->tol, v)) continue;
+    double *imp = c->impulse + 6 * o;
+    for (PetscInt a = 0; a < d; a++) {
+      J[a] = -m * (v[a] - before[a]);
+      r[a] = x[a] - obj->ps.c[a];
+      imp[a] += J[a];
+    }
+    imp[3] += r[1] * J[2] - r[2] * J[1];
+    imp[4] += r[2] * J[0] - r[0] * J[2];
+    imp[5] += r[0] * J[1] - r[1] * J[0];
+  }
+}
+
+/* One step of length dt was applied. */
+void MPMCollidersAdvance(MPMColliders c, double dt) { c->elapsed += dt; }
+
+/* Objects with a column in history.csv: all but those switched off (mode none). */
+PetscBool MPMColliderReported(const MPMCollider *o) { return o->mode != MPM_BC_NONE ? PETSC_TRUE : PETSC_FALSE; }
+
+/* Collective.  ft[6 o ..]: the mean force and torque on object o over the
+ * time since the last report (impulse / elapsed time, summed over ranks);
+ * starts a new accumulation. */
+PetscErrorCode MPMCollidersReport(MPMColliders c, MPI_Comm comm, double *ft)
+{
+  PetscFunctionBeginUser;
+  for (PetscInt i = 0; i < 6 * c->nobj; i++) ft[i] = c->impulse[i];
+  PetscCall(MPMGlobalSum(comm, ft, 6 * c->nobj));
+  for (PetscInt i = 0; i < 6 * c->nobj; i++) {
+    ft[i]         = c->elapsed > 0 ? ft[i] / c->elapsed : 0.0;
+    c->impulse[i] = 0;
+  }
+  c->elapsed = 0;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

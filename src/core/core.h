@@ -1,0 +1,329 @@
+/* Private header of src/core/: the run, its layout, grid fields, particle
+ * species and their field registry, seeding, load balancing and the only
+ * file that calls MPI (parallel.c).  Never installed.
+ *
+ * Layers (docs/architecture.md): kernels -> core -> materials, colliders
+ * -> integrators -> io -> driver.  Core includes only the kernels' headers;
+ * it holds handles of the layers above (materials, colliders, integrator)
+ * but never looks inside them.
+ *
+ *   options.c     deck helpers (vectors, name lists), the run's own options
+ *   log_events.c  every PetscLogEvent
+ *   version.c     MPMVersion()
+ *   layout.c      the slab layout of the background grid
+ *   gridfield.c   grid fields: a DMDA of any dof on the layout
+ *   particles.c   particle storage and its field registry, sorting
+ *   species.c     particle species (particles + materials + grid field)
+ *   shape.c       shapes placed in the world (regions and colliders)
+ *   seed.c        regions and emitters
+ *   balance.c     dynamic load balancing of the slabs
+ *   parallel.c    every MPI call: ghost exchange, migration, reductions */
+#ifndef MPM_CORE_H
+#define MPM_CORE_H
+
+#include <petscdmda.h>
+#include <mpm/mpm.h>
+#include <mpm/kernels.h>
+#include <mpm/transfer.h>
+
+#define MPM_NAME_LEN   64
+#define MPM_MAX_NAMES  256 /* entries of one list option (-materials, -regions, ...) */
+#define MPM_MAX_VECTOR 9   /* components of a vector option (a 3 x 3 matrix) */
+
+/* Handles of the layers above core: held here, defined and used there. */
+typedef struct _p_MPMMaterial   *MPMMaterial;   /* materials/materials.h */
+typedef struct _p_MPMColliders  *MPMColliders;  /* colliders/colliders.h */
+typedef struct _p_MPMIntegrator *MPMIntegrator; /* integrators/integrators.h */
+
+/* ------------------------------------------------------------- options */
+PetscErrorCode MPMOptionsVector(PetscOptionItems *PetscOptionsObject, const char *prefix, const char *opt, const char *help, PetscInt need, double *val, PetscBool *set);
+PetscErrorCode MPMOptionsGetNames(MPI_Comm comm, const char *title, const char *opt, const char *help, char **names, PetscInt *n);
+PetscErrorCode MPMOptionsFreeNames(char **names, PetscInt n);
+
+/* ---------------------------------------------------------------- events */
+extern PetscLogEvent MPM_EVENT_P2G, MPM_EVENT_GRID_UPDATE, MPM_EVENT_G2P, MPM_EVENT_CONSTITUTIVE, MPM_EVENT_MIGRATE, MPM_EVENT_GHOST, MPM_EVENT_OUTPUT, MPM_EVENT_SORT,
+  MPM_EVENT_SEED, MPM_EVENT_REDUCE, MPM_EVENT_CHECKPOINT, MPM_EVENT_CATALYST, MPM_EVENT_BALANCE;
+PetscErrorCode MPMLogEventsRegister(void);
+
+/* ------------------------------------------------------- the slab layout */
+/* The background grid's geometry and its decomposition into slabs along one
+ * axis, shared by every grid field.  The grid is padded by `pad` cells
+ * around the physical domain so that the kernel stencil of any particle
+ * within one cell of the domain stays on the grid. */
+typedef struct {
+  PetscInt   dim, order, pad;
+  PetscInt   N[3];            /* nodes per axis, padding included */
+  PetscInt   cells[3];        /* cells per axis inside the domain */
+  double     h, lo[3], hi[3]; /* cell size, physical domain [m] */
+  PetscInt   slab_axis, nslab;
+  PetscInt  *slab_start;      /* nslab+1 entries: first node plane of each rank's slab */
+  PetscInt   own_lo, own_hi;  /* this rank's node planes (and particle cells) along the slab axis */
+  PetscInt   xs[3], xm[3];    /* owned node box */
+  MPMGridBox box;             /* ghosted node box (dof 1): particle cells and sorting */
+} MPMLayout;
+
+#define MPM_GHOST_WIDTH 2 /* the stencil of a particle in the last owned cell reaches 2 nodes past it */
+
+PetscErrorCode MPMLayoutSetUp(MPMSim sim);
+PetscErrorCode MPMLayoutSetSlabs(MPMSim sim, const PetscInt *start);
+PetscErrorCode MPMLayoutDestroy(MPMLayout *l);
+PetscInt       MPMLayoutSlabOwner(const MPMLayout *l, PetscInt cell);
+PetscInt       MPMLayoutParticleCell(const MPMLayout *l, const double *x);
+PetscBool      MPMLayoutInside(const MPMLayout *l, const double *x);
+
+/* ----------------------------------------------------------- grid fields */
+/* Node values on the layout: a DMDA with `dof` values per node, its global
+ * (owned) and local (ghosted) vectors, and the box the kernels see.  The
+ * run keeps a list of all of them, so moving the slabs rebuilds every one
+ * and carries the values of the persistent ones (warm starts) over. */
+typedef struct {
+  char       name[MPM_NAME_LEN];
+  PetscInt   dof;
+  PetscBool  persistent; /* values live across steps: kept when the slabs move */
+  DM         da;
+  Vec        global, local;
+  MPMGridBox box;
+} MPMGridField;
+
+PetscErrorCode MPMGridFieldCreate(MPMSim sim, const char *name, PetscInt dof, PetscBool persistent, MPMGridField **gf);
+PetscErrorCode MPMGridFieldsRebuild(MPMSim sim);
+PetscErrorCode MPMGridFieldsDestroy(MPMSim sim);
+
+/* --------------------------------------------------- particle field registry */
+typedef enum { MPM_FIELD_REAL, MPM_FIELD_INT64, MPM_FIELD_INT32, MPM_FIELD_UINT8 } MPMFieldType;
+
+#define MPM_FIELD_MIGRATE    1u /* travels with its particle to another rank */
+#define MPM_FIELD_CHECKPOINT 2u /* saved in checkpoints as particles/<name> */
+#define MPM_FIELD_OUTPUT     4u /* written to frames, XDMF and Catalyst as <output> */
+#define MPM_FIELD_STATE      (MPM_FIELD_MIGRATE | MPM_FIELD_CHECKPOINT)
+
+/* One per-particle array.  Storage, growth, compaction, sorting, migration,
+ * checkpoints, frames, XDMF and Catalyst all loop over the registry, so a
+ * new field is one MPMParticlesRegisterField() call in the code that needs it. */
+typedef struct {
+  char         name[32];    /* checkpoint dataset name */
+  MPMFieldType type;
+  int          ncomp;       /* values per particle */
+  double       dflt[MPM_MAX_DIM * MPM_MAX_DIM]; /* initial value of each component */
+  unsigned     flags;       /* MPM_FIELD_* */
+  char         output[32];  /* frame dataset name (MPM_FIELD_OUTPUT) */
+  MPMFieldType output_type; /* type written to frames */
+  PetscBool    pad3;        /* a dim-vector written with 3 components (ParaView points) */
+  void        *data;
+} MPMField;
+
+typedef struct {
+  PetscInt  dim;
+  PetscInt  n, cap;
+  PetscInt  nfield, capfield;
+  MPMField *field;
+  size_t    bytes;  /* bytes of state per particle (all fields) */
+  size_t    mbytes; /* bytes a migrating particle carries */
+  /* the fields every species has */
+  PetscInt  f_id, f_x, f_v, f_m, f_V0, f_mat;
+} MPMParticles;
+
+static inline double  *MPMFieldReal(const MPMParticles *p, PetscInt f) { return (double *)p->field[f].data; }
+static inline int64_t *MPMFieldInt64(const MPMParticles *p, PetscInt f) { return (int64_t *)p->field[f].data; }
+static inline int32_t *MPMFieldInt32(const MPMParticles *p, PetscInt f) { return (int32_t *)p->field[f].data; }
+static inline uint8_t *MPMFieldUInt8(const MPMParticles *p, PetscInt f) { return (uint8_t *)p->field[f].data; }
+size_t                 MPMFieldSize(const MPMField *f);
+size_t                 MPMFieldTypeSize(MPMFieldType t);
+
+PetscErrorCode MPMParticlesCreate(PetscInt dim, MPMParticles *p);
+PetscErrorCode MPMParticlesDestroy(MPMParticles *p);
+PetscErrorCode MPMParticlesRegisterField(MPMParticles *p, const char *name, MPMFieldType type, int ncomp, const double *dflt, unsigned flags, PetscInt *idx);
+PetscErrorCode MPMParticlesSetOutput(MPMParticles *p, PetscInt idx, const char *output, MPMFieldType type, PetscBool pad3);
+PetscErrorCode MPMParticlesFindField(const MPMParticles *p, const char *name, PetscInt *idx);
+PetscErrorCode MPMParticlesReserve(MPMParticles *p, PetscInt cap);
+PetscErrorCode MPMParticlesAppend(MPMParticles *p, PetscInt count, PetscInt *start);
+PetscErrorCode MPMParticlesGrow(MPMParticles *p, PetscInt count, PetscInt *start);
+PetscErrorCode MPMParticlesCompact(MPMParticles *p, const PetscBool *keep);
+PetscErrorCode MPMParticlesPermute(MPMParticles *p, const PetscInt *perm);
+PetscErrorCode MPMParticlesSortByCell(MPMParticles *p, const MPMGridBox *b);
+void           MPMParticlesPack(const MPMParticles *p, PetscInt q, char *buf);
+void           MPMParticlesUnpack(MPMParticles *p, PetscInt q, const char *buf);
+
+/* ------------------------------------------------------------- species */
+/* Output computed from the particle state when a frame is written (pressure,
+ * deviatoric stress norm, volume): out has ncomp values per particle. */
+typedef PetscErrorCode (*MPMDerivedFn)(void *ctx, const MPMParticles *p, double *out);
+typedef struct {
+  char         name[32];
+  int          ncomp;
+  MPMDerivedFn fn;
+  void        *ctx;
+} MPMDerivedField;
+
+/* What seeding needs to know of a material: filled by materials/. */
+typedef struct {
+  char   name[MPM_NAME_LEN];
+  double density; /* [kg/m^3] default of regions and emitters */
+} MPMMaterialInfo;
+
+#define MPM_MAX_DERIVED 16
+
+/* A set of particles moved by one method: its particles with their field
+ * registry, its materials (the particle field "material" indexes them) and
+ * its grid field (NULL for particle-only methods). */
+typedef struct {
+  char            name[MPM_NAME_LEN];
+  MPMParticles    p;
+  PetscInt        nmat;
+  MPMMaterial    *mat;     /* materials/ */
+  MPMMaterialInfo *matinfo;
+  MPMGridField   *grid;
+  MPMDerivedField derived[MPM_MAX_DERIVED];
+  PetscInt        nderived;
+} MPMSpecies;
+
+PetscErrorCode MPMSpeciesCreate(MPMSim sim, const char *name, MPMSpecies **sp);
+PetscErrorCode MPMSpeciesDestroyAll(MPMSim sim);
+PetscErrorCode MPMSpeciesAddDerived(MPMSpecies *sp, const char *name, int ncomp, MPMDerivedFn fn, void *ctx);
+PetscErrorCode MPMSpeciesFindMaterial(MPMSim sim, const char *opt, const char *name, PetscInt *species, PetscInt *mat);
+PetscErrorCode MPMSortParticles(MPMSim sim);
+int64_t        MPMLocalParticles(const MPMSim sim);
+
+/* ------------------------------------------------------ shapes in the world */
+/* A shape placed in the world: an MPMShape in its own frame plus the
+ * frame's motion (centre c(t) = c0 + v t, rotation R(t) = exp(t [omega])). */
+typedef struct {
+  MPMShape shape;
+  double   c0[3], vel[3], omega[3];
+  double   c[3], R[9]; /* frame at the current time */
+} MPMPlacedShape;
+
+PetscErrorCode MPMShapeFromOptions(MPI_Comm comm, PetscInt dim, const char *prefix, const char *title, PetscBool allow_half_space, PetscBool allow_motion, MPMPlacedShape *ps);
+void           MPMPlacedShapeAtTime(MPMPlacedShape *ps, PetscInt dim, double t);
+double         MPMPlacedShapeEval(const MPMPlacedShape *ps, PetscInt dim, const double *x, double *grad, double *vb);
+
+/* ----------------------------------------------------- seeding and inflow */
+typedef enum { MPM_SAMPLING_LATTICE = 0, MPM_SAMPLING_JITTER } MPMSampling;
+
+typedef struct {
+  char           name[MPM_NAME_LEN];
+  MPMPlacedShape ps;
+  PetscInt       species, mat, ppc;
+  double         density, vel[3], jitter;
+  double         grad[9], wavevector[3]; /* affine and sine initial velocity */
+  PetscBool      sine, clip;
+  MPMSampling    sampling;
+} MPMRegion;
+
+typedef struct {
+  char     name[MPM_NAME_LEN];
+  PetscInt species, mat, ppc, source;
+  double   center[3], dir[3], t1[3], t2[3], speed, radius, density, t_start, t_stop;
+  int64_t  layers;        /* layers emitted so far (identical on every rank) */
+  PetscInt per_layer;     /* lattice points in one layer */
+  double  *layer_offsets; /* lateral offsets of the layer points (per_layer x dim) */
+} MPMEmitter;
+
+PetscErrorCode MPMRegionsSetUp(MPMSim sim);
+PetscErrorCode MPMSeedRegions(MPMSim sim);
+PetscErrorCode MPMEmittersSetUp(MPMSim sim);
+PetscErrorCode MPMEmittersStep(MPMSim sim, double t_new, int64_t *emitted);
+
+/* ---------------------------------------------------------------- the run */
+typedef struct {
+  double   t;
+  int64_t  n;
+  PetscInt frame;
+} MPMFrameRecord;
+
+/* Everything a run holds.  Core reads and writes the run-control and
+ * layout parts; the handles and the blocks marked with a layer belong to
+ * that layer. */
+struct _p_MPMSim {
+  MPI_Comm    comm;
+  PetscMPIInt rank, size;
+  PetscInt    dim;
+  MPMLayout   layout;
+
+  MPMSpecies    **species; /* one or more; particle-only species have no grid field */
+  PetscInt        nspecies;
+  MPMGridField  **gf;      /* every grid field of the run (the balancer rebuilds them) */
+  PetscInt        ngf;
+  MPMColliders    colliders; /* colliders/ */
+  MPMIntegrator   integ;     /* integrators/ */
+  MPMRegion      *reg;
+  PetscInt        nreg;
+  MPMEmitter     *em;
+  PetscInt        nem;
+
+  double      gravity[3], gravity_ramp;
+  double      cfl, dt_max, dt_fixed;
+  double      t, t_end, dt, dt_lo, dt_hi, output_dt, t_next_output, t_last_frame;
+  PetscInt    step, max_steps, frame, sort_interval, history_interval;
+  PetscBool   delete_outside, help;
+  uint64_t    seed;
+  int64_t     n_global, n_deleted, n_emitted;
+  char        outdir[PETSC_MAX_PATH_LEN];
+  PetscLogDouble wall_start, wall_steps;
+  double      particle_steps; /* sum over steps of the global particle count */
+  char       *options_string; /* the full options database, for provenance */
+  int64_t     step_flags;     /* MPM_FLAG_* of the last step's reduction */
+  int         exit_code;      /* 0, or MPM_EXIT_CHECKPOINTED */
+
+  /* balance.c */
+  double   imbalance; /* max/mean work per rank after the last step */
+  double   balance_threshold, balance_node_cost;
+  PetscInt balance_next, balance_wait, rebalances;
+
+  /* io/: frames, history, checkpoints, Catalyst */
+  FILE           *history;
+  MPMFrameRecord *frames; /* frames written so far (rank 0), for the XDMF series */
+  PetscInt        nframes, capframes;
+  PetscInt        ckpt_interval, ckpt_keep, ckpt_count;
+  double          ckpt_wall, ckpt_seconds;
+  PetscLogDouble  ckpt_last_wall;
+  double          wall_before; /* wall seconds of earlier jobs of a restarted run */
+  char            restart[PETSC_MAX_PATH_LEN];
+  PetscBool       catalyst_on;
+  PetscInt        catalyst_interval;
+  void           *catalyst; /* the adaptor's state */
+};
+
+PetscErrorCode MPMRunOptionsRead(MPMSim sim);
+PetscErrorCode MPMRunOptionsCheck(MPMSim sim);
+PetscErrorCode MPMRunCheckUnusedOptions(MPMSim sim);
+double         MPMGravityScale(const MPMSim sim); /* -gravity_ramp factor at the current time */
+
+/* balance.c */
+PetscErrorCode MPMBalanceSetUp(MPMSim sim);
+PetscErrorCode MPMBalanceAfterStep(MPMSim sim);
+double         MPMBalanceRankWork(const MPMSim sim);
+
+/* --------------------------------------- parallel.c: the only file that calls MPI */
+#define MPM_FLAG_SIGNAL       1  /* SIGTERM/SIGUSR1 seen: checkpoint and stop */
+#define MPM_FLAG_WALL         2  /* -checkpoint_wall elapsed */
+#define MPM_EXIT_CHECKPOINTED 75 /* exit code after a signal: continue with -restart latest (EX_TEMPFAIL) */
+
+/* The one reduction per step. */
+typedef struct {
+  double  dt;       /* MIN: the stable time step */
+  int64_t n;        /* SUM: particles of all species */
+  int64_t outside;  /* SUM: particles found outside the domain */
+  int64_t bad_id;   /* MIN: id of an outside particle (INT64_MAX if none) */
+  double  bad_x[3]; /* its position */
+  int64_t flags;    /* OR: MPM_FLAG_* requests of any rank */
+  double  wmax;     /* MAX: work of the busiest rank (MPMBalanceRankWork) */
+} MPMStepReduction;
+
+PetscErrorCode MPMParallelSetUp(MPMSim sim);
+PetscErrorCode MPMParallelFinalize(void);
+PetscErrorCode MPMGhostScatterAdd(MPMGridField *gf);
+PetscErrorCode MPMGhostGather(MPMGridField *gf);
+PetscErrorCode MPMMigrate(MPMSim sim, MPMStepReduction *red);
+PetscErrorCode MPMGlobalStepReduce(MPI_Comm comm, MPMStepReduction *red);
+double         MPMBalanceImbalance(const MPMSim sim, const MPMStepReduction *red);
+PetscErrorCode MPMGlobalSum(MPI_Comm comm, double *buf, PetscInt n);
+PetscErrorCode MPMGlobalMax(MPI_Comm comm, double *buf, PetscInt n);
+PetscErrorCode MPMGlobalSumInt64(MPI_Comm comm, int64_t *buf, PetscInt n);
+PetscErrorCode MPMGlobalOffset(MPI_Comm comm, int64_t local, int64_t *offset, int64_t *total);
+PetscErrorCode MPMAllGatherInt64(MPI_Comm comm, int64_t value, int64_t *all);
+PetscErrorCode MPMBarrier(MPI_Comm comm);
+PetscErrorCode MPMBroadcastInt(MPI_Comm comm, int *value);
+PetscErrorCode MPMBroadcastString(MPI_Comm comm, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,100 @@
+/* The run's own options (dimension, gravity, time control, output cadence,
+ * seeding), and the final check that every option given was used. */
+#include "core.h"
+
+static PetscErrorCode ReadTimeOptions(MPMSim sim, PetscOptionItems *PetscOptionsObject)
+{
+  PetscFunctionBeginUser;
+  PetscCall(PetscOptionsReal("-t_end", "Simulated time to reach [s]", NULL, sim->t_end, &sim->t_end, NULL));
+  PetscCall(PetscOptionsInt("-max_steps", "Stop after this many steps (-1: no limit)", NULL, sim->max_steps, &sim->max_steps, NULL));
+  PetscCall(PetscOptionsReal("-dt", "Fixed time step, 0 for adaptive [s]", NULL, sim->dt_fixed, &sim->dt_fixed, NULL));
+  PetscCall(PetscOptionsReal("-dt_max", "Largest adaptive time step [s]", NULL, sim->dt_max, &sim->dt_max, NULL));
+  PetscCall(PetscOptionsReal("-cfl", "CFL number: dt <= cfl dx / max|v| [-]", NULL, sim->cfl, &sim->cfl, NULL));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMRunOptionsRead(MPMSim sim)
+{
+  PetscInt seed = 1;
+
+  PetscFunctionBeginUser;
+  sim->dim              = 2;
+  sim->t_end            = 1.0;
+  sim->max_steps        = -1;
+  sim->dt_max           = 1e-3;
+  sim->cfl              = 0.5;
+  sim->sort_interval    = 20;
+  sim->history_interval = 0;
+  PetscCall(PetscStrncpy(sim->outdir, "output", sizeof(sim->outdir)));
+  PetscOptionsBegin(sim->comm, NULL, "Run control", NULL);
+  PetscCall(PetscOptionsInt("-dim", "Spatial dimension: 2 (plane strain) or 3", NULL, sim->dim, &sim->dim, NULL));
+  PetscCheck(sim->dim == 2 || sim->dim == 3, sim->comm, PETSC_ERR_USER_INPUT, "-dim must be 2 or 3, got %" PetscInt_FMT, sim->dim);
+  sim->gravity[1] = -9.81;
+  PetscCall(MPMOptionsVector(PetscOptionsObject, "", "-gravity", "Gravitational acceleration vector [m/s^2]", sim->dim, sim->gravity, NULL));
+  if (sim->dim == 2) sim->gravity[2] = 0;
+  PetscCall(PetscOptionsReal("-gravity_ramp", "Time over which gravity rises linearly from 0 to -gravity (quasi-static loading, no drop shock) [s]", NULL, sim->gravity_ramp,
+                             &sim->gravity_ramp, NULL));
+  PetscCheck(sim->gravity_ramp >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-gravity_ramp must be >= 0 s, got %g", sim->gravity_ramp);
+  PetscCall(ReadTimeOptions(sim, PetscOptionsObject));
+  PetscCall(PetscOptionsString("-output_dir", "Directory for everything the run writes", NULL, sim->outdir, sim->outdir, sizeof(sim->outdir), NULL));
+  sim->output_dt = sim->t_end / 20;
+  PetscCall(PetscOptionsReal("-output_dt", "Simulated time between output frames [s]", NULL, sim->output_dt, &sim->output_dt, NULL));
+  PetscCall(PetscOptionsInt("-history_interval", "Steps between history.csv rows besides the frames (0: frames only)", NULL, sim->history_interval, &sim->history_interval, NULL));
+  PetscCall(PetscOptionsInt("-sort_interval", "Steps between sorting particles by cell (0: never)", NULL, sim->sort_interval, &sim->sort_interval, NULL));
+  PetscCall(PetscOptionsBool("-delete_outside", "Delete (and count) particles that leave the domain instead of stopping with an error", NULL, sim->delete_outside, &sim->delete_outside,
+                             NULL));
+  PetscCall(PetscOptionsInt("-seed", "Seed of the particle jitter", NULL, seed, &seed, NULL));
+  PetscOptionsEnd();
+  sim->seed = (uint64_t)seed;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMRunOptionsCheck(MPMSim sim)
+{
+  PetscFunctionBeginUser;
+  PetscCheck(sim->t_end > 0, sim->comm, PETSC_ERR_USER_INPUT, "-t_end must be > 0 s, got %g", sim->t_end);
+  PetscCheck(sim->dt_fixed >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-dt must be >= 0 s (0: adaptive), got %g", sim->dt_fixed);
+  PetscCheck(sim->dt_max > 0, sim->comm, PETSC_ERR_USER_INPUT, "-dt_max must be > 0 s, got %g", sim->dt_max);
+  PetscCheck(sim->cfl > 0 && sim->cfl <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-cfl must be in (0, 1], got %g", sim->cfl);
+  PetscCheck(sim->output_dt > 0, sim->comm, PETSC_ERR_USER_INPUT, "-output_dt must be > 0 s, got %g", sim->output_dt);
+  PetscCheck(sim->sort_interval >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-sort_interval must be >= 0, got %" PetscInt_FMT, sim->sort_interval);
+  PetscCheck(sim->history_interval >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-history_interval must be >= 0, got %" PetscInt_FMT, sim->history_interval);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* -gravity_ramp: gravity rises linearly from 0 over the ramp time. */
+double MPMGravityScale(const MPMSim sim) { return sim->gravity_ramp > 0 ? PetscMin(1.0, sim->t / sim->gravity_ramp) : 1.0; }
+
+/* PETSc's own run-time options are consumed after set-up (or not at all);
+ * they are not typos. */
+static PetscBool PetscOwnOption(const char *name)
+{
+  static const char *prefixes[] = {"log", "malloc", "options_", "info", "help", "version", "petsc", "on_error", "fp_trap", "viewer", "mpi", "no_signal_handler",
+                                   "check_pointer", "memory_view", "objects_dump", "start_in_debugger", "debugger", "stop_for_debugger", "display", "skip_petscrc",
+                                   "use_gpu_aware_mpi", "nox", "vecscatter", "sf_", "saws", "x_virtual", "error_output", "get_total_flops", "checkstack"};
+  for (size_t i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]); i++)
+    if (!strncmp(name, prefixes[i], strlen(prefixes[i]))) return PETSC_TRUE;
+  return PETSC_FALSE;
+}
+
+/* A misspelt option would silently fall back to a default: refuse it. */
+PetscErrorCode MPMRunCheckUnusedOptions(MPMSim sim)
+{
+  PetscInt N, bad = 0;
+  char   **names, **values;
+  char     list[2048] = "";
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscOptionsLeftGet(NULL, &N, &names, &values));
+  for (PetscInt i = 0; i < N; i++) {
+    if (PetscOwnOption(names[i])) continue;
+    if (bad++) PetscCall(PetscStrlcat(list, ", ", sizeof(list)));
+    PetscCall(PetscStrlcat(list, "-", sizeof(list)));
+    PetscCall(PetscStrlcat(list, names[i], sizeof(list)));
+  }
+  PetscCall(PetscOptionsLeftRestore(NULL, &N, &names, &values));
+  PetscCheck(!bad, sim->comm, PETSC_ERR_USER_INPUT,
+             "Unknown option%s %s (misspelt, or for a material/region/object not listed in -materials/-regions/-objects/-emitters); run with -help for the list", bad > 1 ? "s" : "",
+             list);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

@@ -1,0 +1,304 @@
+/* The top of the library: set-up of a run from the options database, the
+ * run loop (time step control -> integrator step -> particle bookkeeping
+ * -> balance -> output -> checkpoint) and clean-up.  The only layer that
+ * sees every other one. */
+#include "io/io.h"
+
+PetscErrorCode MPMInitializePackage(void)
+{
+  PetscFunctionBeginUser;
+  PetscCall(MPMLogEventsRegister());
+  PetscCall(MPMMaterialRegisterAll());
+  PetscCall(MPMIntegratorRegisterAll());
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMCreate(MPI_Comm comm, MPMSim *simout)
+{
+  MPMSim sim;
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMInitializePackage());
+  PetscCall(PetscNew(&sim));
+  sim->comm = comm;
+  PetscCall(MPMParallelSetUp(sim));
+  *simout = sim;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Materials, regions, objects and emitters read options under their names:
+ * a name used twice would share options silently. */
+static PetscErrorCode CheckUniqueNames(MPMSim sim)
+{
+  const char *all[4 * MPM_MAX_NAMES];
+  PetscInt    n = 0;
+
+  PetscFunctionBeginUser;
+  for (PetscInt s = 0; s < sim->nspecies; s++)
+    for (PetscInt i = 0; i < sim->species[s]->nmat; i++) all[n++] = sim->species[s]->matinfo[i].name;
+  for (PetscInt i = 0; i < sim->nreg; i++) all[n++] = sim->reg[i].name;
+  for (PetscInt i = sim->colliders->nwalls; i < sim->colliders->nobj; i++) all[n++] = sim->colliders->obj[i].name;
+  for (PetscInt i = 0; i < sim->nem; i++) all[n++] = sim->em[i].name;
+  for (PetscInt i = 0; i < n; i++)
+    for (PetscInt j = i + 1; j < n; j++) {
+      PetscBool same;
+      PetscCall(PetscStrcmp(all[i], all[j], &same));
+      PetscCheck(!same, sim->comm, PETSC_ERR_USER_INPUT, "The name '%s' is used twice in -materials/-regions/-objects/-emitters: each needs its own options prefix", all[i]);
+    }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* One species today ("default", the deck's -materials); the mixture adds a second. */
+static PetscErrorCode SpeciesSetUp(MPMSim sim)
+{
+  MPMSpecies *sp;
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMSpeciesCreate(sim, "default", &sp));
+  PetscCall(MPMMaterialsSetUp(sim, sp));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMSetFromOptions(MPMSim sim)
+{
+  PetscFunctionBeginUser;
+  PetscCall(PetscOptionsHasHelp(NULL, &sim->help));
+  PetscCall(MPMRunOptionsRead(sim));
+  PetscCall(MPMIntegratorCreate(sim));
+  PetscCall(SpeciesSetUp(sim));
+  PetscCall(MPMRunOptionsCheck(sim));
+  PetscCall(MPMLayoutSetUp(sim));
+  PetscCall(MPMCollidersCreate(sim));
+  PetscCall(MPMRegionsSetUp(sim));
+  PetscCall(MPMEmittersSetUp(sim));
+  PetscCall(sim->integ->ops.setup(sim->integ, sim));
+  PetscCall(MPMCatalystSetUp(sim));
+  PetscCall(MPMCheckpointSetUp(sim));
+  PetscCall(MPMBalanceSetUp(sim));
+  PetscCall(CheckUniqueNames(sim));
+  if (!sim->help) PetscCall(MPMRunCheckUnusedOptions(sim));
+  PetscCall(PetscOptionsGetAll(NULL, &sim->options_string));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode Progress(MPMSim sim)
+{
+  PetscLogDouble now;
+  const double   nframes = ceil(sim->t_end / sim->output_dt - 1e-9);
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscTime(&now));
+  const double wall = now - sim->wall_start;
+  double       eta  = sim->t > 0 ? wall * (sim->t_end - sim->t) / sim->t : 0;
+  if (sim->max_steps >= 0 && sim->step > 0) eta = PetscMin(eta, wall * (sim->max_steps - sim->step) / sim->step);
+  PetscCall(PetscPrintf(sim->comm, "frame %4" PetscInt_FMT "/%-4.0f step %8" PetscInt_FMT "  t %.5e s  dt %.3e s  particles %lld  wall %.1f s  eta %.1f s\n", sim->frame - 1, nframes,
+                        sim->step, sim->t, sim->dt, (long long)sim->n_global, wall, eta));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode OutputAll(MPMSim sim)
+{
+  MPMDiagnostics d;
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMOutputFrame(sim));
+  PetscCall(MPMComputeDiagnostics(sim, &d));
+  PetscCall(MPMOutputHistory(sim, &d));
+  PetscCall(Progress(sim));
+  sim->t_last_frame = sim->t;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Fastest particle on this rank, and the inflow speeds. */
+static double InitialSpeed(MPMSim sim)
+{
+  double vmax2 = 0;
+  for (PetscInt s = 0; s < sim->nspecies; s++) {
+    const MPMParticles *p = &sim->species[s]->p;
+    const double       *v = MPMFieldReal(p, p->f_v);
+    for (PetscInt q = 0; q < p->n; q++) {
+      double s2 = 0;
+      for (PetscInt a = 0; a < sim->dim; a++) s2 += v[q * sim->dim + a] * v[q * sim->dim + a];
+      vmax2 = PetscMax(vmax2, s2);
+    }
+  }
+  for (PetscInt e = 0; e < sim->nem; e++) vmax2 = PetscMax(vmax2, sim->em[e].speed * sim->em[e].speed);
+  return sqrt(vmax2);
+}
+
+/* Seed, migrate once (seeding is per slab, this only checks), first dt. */
+static PetscErrorCode InitialState(MPMSim sim)
+{
+  MPMStepReduction red;
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMSeedRegions(sim));
+  PetscCall(MPMMigrate(sim, &red));
+  red.wmax  = MPMBalanceRankWork(sim);
+  red.dt    = sim->integ->ops.stable_dt(sim->integ, sim, InitialSpeed(sim));
+  red.flags = 0;
+  PetscCall(MPMGlobalStepReduce(sim->comm, &red));
+  PetscCheck(red.outside == 0, sim->comm, PETSC_ERR_USER_INPUT, "Particle %lld was seeded outside the domain at (%g, %g, %g)", (long long)red.bad_id, red.bad_x[0], red.bad_x[1],
+             red.bad_x[2]);
+  sim->n_global      = red.n;
+  sim->imbalance     = MPMBalanceImbalance(sim, &red);
+  sim->dt            = red.dt;
+  sim->t_next_output = sim->output_dt;
+  if (sim->sort_interval) PetscCall(MPMSortParticles(sim));
+  PetscCall(PetscInfo(NULL, "Seeded %lld particles, first dt %g s\n", (long long)sim->n_global, sim->dt));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode PrintSetup(MPMSim sim)
+{
+  const MPMLayout *l = &sim->layout;
+  char             method[256];
+
+  PetscFunctionBeginUser;
+  PetscCall(sim->integ->ops.view(sim->integ, method, sizeof(method)));
+  PetscCall(PetscPrintf(sim->comm, "granular-mpm %s: %" PetscInt_FMT "D, %d rank%s, grid %" PetscInt_FMT " x %" PetscInt_FMT " x %" PetscInt_FMT " nodes (dx %g m), slabs along %c, %s %s\n",
+                        MPMVersion(), sim->dim, sim->size, sim->size > 1 ? "s" : "", l->N[0], l->N[1], l->N[2], l->h, "xyz"[l->slab_axis],
+                        l->order == MPM_KERNEL_QUADRATIC ? "quadratic" : "cubic", method));
+  PetscCall(PetscPrintf(sim->comm, "particles %lld, state %zu bytes each, output in %s\n", (long long)sim->n_global, sim->species[0]->p.bytes, sim->outdir));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* After the step's reduction: particles outside the domain and the global count. */
+static PetscErrorCode CheckInvariants(MPMSim sim, const MPMStepReduction *red, int64_t emitted)
+{
+  PetscFunctionBeginUser;
+  if (red->outside) {
+    PetscCheck(sim->delete_outside, sim->comm, PETSC_ERR_USER_INPUT,
+               "Particle %lld left the domain at (%g, %g, %g) at step %" PetscInt_FMT ", t = %g s (%lld particle%s outside). Close the boundary (-bc_*), enlarge the domain, or pass -delete_outside to delete and count such particles",
+               (long long)red->bad_id, red->bad_x[0], red->bad_x[1], red->bad_x[2], sim->step, sim->t, (long long)red->outside, red->outside > 1 ? "s" : "");
+    sim->n_deleted += red->outside;
+    PetscCall(PetscInfo(NULL, "Deleted %lld particles outside the domain at step %" PetscInt_FMT "\n", (long long)red->outside, sim->step));
+  }
+  const int64_t expect = sim->n_global + emitted - red->outside;
+  PetscCheck(red->n == expect, sim->comm, PETSC_ERR_PLIB, "Particle count changed from %lld to %lld at step %" PetscInt_FMT " (expected %lld): particles were lost in migration",
+             (long long)sim->n_global, (long long)red->n, sim->step, (long long)expect);
+  sim->n_global  = red->n;
+  sim->imbalance = MPMBalanceImbalance(sim, red);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* One step: the integrator moves the particles; then inflow, migration,
+ * sorting and the step's one reduction (next dt, count, signals, work). */
+static PetscErrorCode Step(MPMSim sim)
+{
+  MPMStepReduction red;
+  double           dt = sim->dt, vmax = 0;
+  int64_t          emitted;
+
+  PetscFunctionBeginUser;
+  /* land exactly on output times and on t_end */
+  dt      = PetscMin(dt, sim->t_next_output - sim->t);
+  dt      = PetscMin(dt, sim->t_end - sim->t);
+  sim->dt = dt;
+  PetscCall(sim->integ->ops.step(sim->integ, sim, dt, &vmax));
+  sim->t += dt;
+  sim->step++;
+  sim->dt_lo = sim->step == 1 ? dt : PetscMin(sim->dt_lo, dt);
+  sim->dt_hi = PetscMax(sim->dt_hi, dt);
+  sim->particle_steps += (double)sim->n_global;
+  PetscCall(MPMEmittersStep(sim, sim->t, &emitted));
+  for (PetscInt e = 0; e < sim->nem; e++) vmax = PetscMax(vmax, sim->em[e].speed);
+  PetscCall(MPMMigrate(sim, &red));
+  red.wmax = MPMBalanceRankWork(sim);
+  if (sim->sort_interval && sim->step % sim->sort_interval == 0) PetscCall(MPMSortParticles(sim));
+  red.dt    = sim->integ->ops.stable_dt(sim->integ, sim, vmax);
+  red.flags = MPMCheckpointLocalFlags(sim);
+  PetscCall(MPMGlobalStepReduce(sim->comm, &red));
+  sim->step_flags = red.flags;
+  PetscCall(CheckInvariants(sim, &red, emitted));
+  sim->n_emitted += emitted;
+  sim->dt = red.dt;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Frames and history rows due after a step. */
+static PetscErrorCode OutputAfterStep(MPMSim sim, PetscLogDouble *t0)
+{
+  PetscLogDouble t1;
+
+  PetscFunctionBeginUser;
+  if (sim->t >= sim->t_next_output * (1 - 1e-12)) {
+    PetscCall(PetscTime(&t1));
+    sim->wall_steps += t1 - *t0;
+    PetscCall(OutputAll(sim));
+    sim->t_next_output += sim->output_dt;
+    PetscCall(PetscTime(t0));
+  } else if (sim->history_interval && sim->step % sim->history_interval == 0) {
+    MPMDiagnostics d;
+    PetscCall(MPMComputeDiagnostics(sim, &d));
+    PetscCall(MPMOutputHistory(sim, &d));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* A fresh start (seed, frame 0) or the state of a checkpoint. */
+static PetscErrorCode StartState(MPMSim sim)
+{
+  PetscBool restarted;
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMCheckpointRestart(sim, &restarted));
+  PetscCall(MPMOutputSetUp(sim, restarted));
+  if (!restarted) PetscCall(InitialState(sim));
+  PetscCall(PrintSetup(sim));
+  if (!restarted) PetscCall(OutputAll(sim));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMRun(MPMSim sim)
+{
+  PetscLogDouble t0, t1;
+  PetscBool      stop = PETSC_FALSE;
+
+  PetscFunctionBeginUser;
+  if (sim->help) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscTime(&sim->wall_start));
+  PetscCall(MPMCheckpointInstallSignals(sim)); /* before the (possibly long) set-up: a signal then stops after the first step */
+  PetscCall(StartState(sim));
+  PetscCall(PetscTime(&t0));
+  while (!stop && sim->t < sim->t_end * (1 - 1e-12) && (sim->max_steps < 0 || sim->step < sim->max_steps)) {
+    PetscCall(Step(sim));
+    PetscCall(MPMBalanceAfterStep(sim));
+    PetscCall(MPMCatalystCoProcess(sim));
+    PetscCall(OutputAfterStep(sim, &t0));
+    PetscCall(MPMCheckpointAfterStep(sim, &stop));
+  }
+  PetscCall(PetscTime(&t1));
+  sim->wall_steps += t1 - t0;
+  if (!stop && sim->t > sim->t_last_frame) PetscCall(OutputAll(sim)); /* the final state */
+  PetscCall(MPMOutputSummary(sim));
+  PetscCall(PetscPrintf(sim->comm, "%s: %" PetscInt_FMT " steps, t = %g s, %lld particles (%lld deleted), %.3g particle-steps/s\n", stop ? "stopped" : "done", sim->step, sim->t,
+                        (long long)sim->n_global, (long long)sim->n_deleted, sim->wall_steps > 0 ? sim->particle_steps / sim->wall_steps : 0.0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+int MPMExitCode(MPMSim sim) { return sim ? sim->exit_code : 0; }
+
+PetscErrorCode MPMDestroy(MPMSim *simp)
+{
+  MPMSim sim = *simp;
+
+  PetscFunctionBeginUser;
+  if (!sim) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(MPMOutputFinalize(sim));
+  PetscCall(MPMCatalystFinalize(sim));
+  for (PetscInt s = 0; s < sim->nspecies; s++) PetscCall(MPMMaterialsDestroy(sim->species[s]));
+  PetscCall(MPMSpeciesDestroyAll(sim));
+  PetscCall(MPMIntegratorDestroy(&sim->integ));
+  PetscCall(MPMCollidersDestroy(&sim->colliders));
+  for (PetscInt e = 0; e < sim->nem; e++) PetscCall(PetscFree(sim->em[e].layer_offsets));
+  PetscCall(PetscFree(sim->reg));
+  PetscCall(PetscFree(sim->em));
+  PetscCall(MPMGridFieldsDestroy(sim));
+  PetscCall(MPMLayoutDestroy(&sim->layout));
+  PetscCall(PetscFree(sim->options_string));
+  PetscCall(PetscFree(sim));
+  PetscCall(MPMParallelFinalize());
+  *simp = NULL;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

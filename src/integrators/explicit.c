@@ -1,0 +1,315 @@
+/* The explicit MPM step of Klar et al. 2016 (figure 7): symplectic Euler
+ * with APIC (or PIC/FLIP) transfers and the elastic stress of the previous
+ * step fused into P2G.  Options (no prefix, as they predate the
+ * integrators): -transfer, -flip_blend, -cfl_elastic.
+ *
+ * Per species it declares the APIC affine velocity C and the cached
+ * Kirchhoff stress tau (particle fields), a grid field of 1 + dim values
+ * per node (mass, momentum/velocity; 1 + 2 dim for FLIP, which keeps the
+ * velocity before forces), and the derived outputs volume, pressure and
+ * deviatoric stress norm. */
+#include "integrators.h"
+
+typedef enum { MPM_TRANSFER_APIC = 0, MPM_TRANSFER_FLIP } MPMTransfer;
+static const char *const TransferNames[] = {"apic", "flip", "MPMTransfer", "MPM_TRANSFER_", NULL};
+
+/* Field indices of one species. */
+typedef struct {
+  PetscInt f_C, f_tau, f_Fe, f_Jp;
+} ExplicitFields;
+
+typedef struct {
+  MPMTransfer    transfer;
+  double         flip;        /* FLIP fraction of the PIC/FLIP blend; < 0 selects APIC */
+  double         cfl_elastic; /* dt <= cfl_elastic dx / c_p */
+  double         wave_speed;  /* largest P-wave speed of anything that can put particles in the run */
+  ExplicitFields fields[8];   /* per species */
+} Explicit;
+
+static PetscErrorCode ExplicitOptions(MPMIntegrator integ, MPMSim sim)
+{
+  Explicit *ex;
+  PetscInt  transfer = MPM_TRANSFER_APIC;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscNew(&ex));
+  integ->data     = ex;
+  ex->flip        = 0.95;
+  ex->cfl_elastic = 0.5;
+  PetscOptionsBegin(sim->comm, NULL, "Explicit integrator", NULL);
+  PetscCall(PetscOptionsEList("-transfer", "Particle-grid transfer", NULL, TransferNames, 2, TransferNames[transfer], &transfer, NULL));
+  PetscCall(PetscOptionsReal("-flip_blend", "FLIP fraction of the PIC/FLIP blend (with -transfer flip) [-]", NULL, ex->flip, &ex->flip, NULL));
+  PetscCall(PetscOptionsReal("-cfl_elastic", "Elastic limit: dt <= cfl_elastic dx / c_p [-]", NULL, ex->cfl_elastic, &ex->cfl_elastic, NULL));
+  PetscOptionsEnd();
+  ex->transfer = (MPMTransfer)transfer;
+  PetscCheck(ex->cfl_elastic > 0 && ex->cfl_elastic <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-cfl_elastic must be in (0, 1], got %g", ex->cfl_elastic);
+  PetscCheck(ex->flip >= 0 && ex->flip <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-flip_blend must be in [0, 1], got %g", ex->flip);
+  if (ex->transfer == MPM_TRANSFER_APIC) ex->flip = -1; /* the transfers take flip < 0 as APIC */
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ------------------------------------------------------ derived output */
+/* Volume, pressure -tr(sigma)/d and the norm of the deviatoric Cauchy
+ * stress, sigma = tau / J, J = det(F_E) Jp. */
+static void KirchhoffInvariants(int d, const double *tau, double *tr, double *s2)
+{
+  *tr = 0;
+  *s2 = 0;
+  for (int a = 0; a < d; a++) *tr += tau[a * d + a];
+  for (int a = 0; a < d; a++)
+    for (int b = 0; b < d; b++) {
+      const double s = tau[a * d + b] - (a == b ? *tr / d : 0.0);
+      *s2 += s * s;
+    }
+}
+
+static PetscErrorCode DerivedVolume(void *ctx, const MPMParticles *p, double *out)
+{
+  const ExplicitFields *f = (const ExplicitFields *)ctx;
+  const int             d = (int)p->dim;
+  PetscFunctionBeginUser;
+  for (PetscInt q = 0; q < p->n; q++) out[q] = MPMFieldReal(p, p->f_V0)[q] * (mpm_det(d, MPMFieldReal(p, f->f_Fe) + q * d * d) * MPMFieldReal(p, f->f_Jp)[q]);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode DerivedPressure(void *ctx, const MPMParticles *p, double *out)
+{
+  const ExplicitFields *f = (const ExplicitFields *)ctx;
+  const int             d = (int)p->dim;
+  PetscFunctionBeginUser;
+  for (PetscInt q = 0; q < p->n; q++) {
+    const double J = mpm_det(d, MPMFieldReal(p, f->f_Fe) + q * d * d) * MPMFieldReal(p, f->f_Jp)[q];
+    double       tr, s2;
+    KirchhoffInvariants(d, MPMFieldReal(p, f->f_tau) + q * d * d, &tr, &s2);
+    out[q] = -tr / (d * J);
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode DerivedDevStress(void *ctx, const MPMParticles *p, double *out)
+{
+  const ExplicitFields *f = (const ExplicitFields *)ctx;
+  const int             d = (int)p->dim;
+  PetscFunctionBeginUser;
+  for (PetscInt q = 0; q < p->n; q++) {
+    const double J = mpm_det(d, MPMFieldReal(p, f->f_Fe) + q * d * d) * MPMFieldReal(p, f->f_Jp)[q];
+    double       tr, s2;
+    KirchhoffInvariants(d, MPMFieldReal(p, f->f_tau) + q * d * d, &tr, &s2);
+    out[q] = sqrt(s2) / J;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* --------------------------------------------------------------- set-up */
+/* Largest P-wave speed over everything that can put particles in the run:
+ * every material at its own density and at the densities of the regions
+ * and emitters that use it. */
+static double WaveSpeed(const MPMSim sim)
+{
+  double c = 0;
+  for (PetscInt s = 0; s < sim->nspecies; s++)
+    for (PetscInt m = 0; m < sim->species[s]->nmat; m++) {
+      const MPMMaterial mat = sim->species[s]->mat[m];
+      c                     = PetscMax(c, mat->ops.wave_speed(mat, mat->density));
+    }
+  for (PetscInt r = 0; r < sim->nreg; r++) {
+    const MPMMaterial m = sim->species[sim->reg[r].species]->mat[sim->reg[r].mat];
+    c                   = PetscMax(c, m->ops.wave_speed(m, sim->reg[r].density));
+  }
+  for (PetscInt e = 0; e < sim->nem; e++) {
+    const MPMMaterial m = sim->species[sim->em[e].species]->mat[sim->em[e].mat];
+    c                   = PetscMax(c, m->ops.wave_speed(m, sim->em[e].density));
+  }
+  return c;
+}
+
+static PetscErrorCode SpeciesSetUp(Explicit *ex, MPMSim sim, PetscInt s)
+{
+  MPMSpecies     *sp = sim->species[s];
+  ExplicitFields *f  = &ex->fields[s];
+  const int       d  = (int)sim->dim;
+  char            name[2 * MPM_NAME_LEN];
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMParticlesRegisterField(&sp->p, "C", MPM_FIELD_REAL, d * d, NULL, MPM_FIELD_STATE, &f->f_C));
+  PetscCall(MPMParticlesRegisterField(&sp->p, "tau", MPM_FIELD_REAL, d * d, NULL, MPM_FIELD_STATE, &f->f_tau));
+  PetscCall(MPMParticlesFindField(&sp->p, "Fe", &f->f_Fe));
+  PetscCall(MPMParticlesFindField(&sp->p, "Jp", &f->f_Jp));
+  PetscCheck(f->f_Fe >= 0 && f->f_Jp >= 0, sim->comm, PETSC_ERR_PLIB, "Species %s has no elastoplastic state", sp->name);
+  PetscCall(PetscSNPrintf(name, sizeof(name), "%s_momentum", sp->name));
+  PetscCall(MPMGridFieldCreate(sim, name, 1 + (ex->transfer == MPM_TRANSFER_FLIP ? 2 : 1) * sim->dim, PETSC_FALSE, &sp->grid));
+  PetscCall(MPMSpeciesAddDerived(sp, "volume", 1, DerivedVolume, f));
+  PetscCall(MPMSpeciesAddDerived(sp, "pressure", 1, DerivedPressure, f));
+  PetscCall(MPMSpeciesAddDerived(sp, "dev_stress_norm", 1, DerivedDevStress, f));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode ExplicitSetUp(MPMIntegrator integ, MPMSim sim)
+{
+  Explicit    *ex = (Explicit *)integ->data;
+  const double h  = sim->layout.h;
+
+  PetscFunctionBeginUser;
+  PetscCheck(sim->nspecies <= 8, sim->comm, PETSC_ERR_SUP, "-integrator explicit supports at most 8 species");
+  for (PetscInt s = 0; s < sim->nspecies; s++) PetscCall(SpeciesSetUp(ex, sim, s));
+  ex->wave_speed = WaveSpeed(sim);
+  PetscCheck(sim->dt_fixed == 0 || ex->wave_speed == 0 || sim->dt_fixed <= h / ex->wave_speed, sim->comm, PETSC_ERR_USER_INPUT,
+             "-dt %g s exceeds the elastic stability limit dx/c_p = %g s (c_p = %g m/s): the run would blow up; use -dt <= %g or 0 (adaptive)", sim->dt_fixed, h / ex->wave_speed,
+             ex->wave_speed, ex->cfl_elastic * h / ex->wave_speed);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The stable step: CFL on the fastest particle, the elastic wave limit and
+ * the user maximum (or the fixed -dt). */
+static double ExplicitStableDt(MPMIntegrator integ, const MPMSim sim, double vmax)
+{
+  const Explicit *ex = (const Explicit *)integ->data;
+  if (sim->dt_fixed > 0) return sim->dt_fixed;
+  double dt = sim->dt_max;
+  if (vmax > 0) dt = PetscMin(dt, sim->cfl * sim->layout.h / vmax);
+  if (ex->wave_speed > 0) dt = PetscMin(dt, ex->cfl_elastic * sim->layout.h / ex->wave_speed);
+  return dt;
+}
+
+/* ----------------------------------------------------------------- step */
+static MPMParticleView View(const Explicit *ex, MPMSpecies *sp, const ExplicitFields *f)
+{
+  MPMParticles   *p = &sp->p;
+  MPMParticleView v = {(int)p->n, MPMFieldReal(p, p->f_x), MPMFieldReal(p, p->f_v), MPMFieldReal(p, f->f_C), MPMFieldReal(p, f->f_Fe),
+                       MPMFieldReal(p, f->f_tau), MPMFieldReal(p, p->f_m), MPMFieldReal(p, p->f_V0)};
+  if (ex->transfer == MPM_TRANSFER_FLIP) v.C = NULL; /* no affine part: C stays 0 */
+  return v;
+}
+
+/* Transfer to the grid (K7, K9) with the explicit force (K23) fused in. */
+static PetscErrorCode P2G(const Explicit *ex, MPMSpecies *sp, const ExplicitFields *f, double dt)
+{
+  MPMGridField   *g = sp->grid;
+  MPMParticleView v = View(ex, sp, f);
+  PetscScalar    *a;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_P2G, 0, 0, 0, 0));
+  PetscCall(VecZeroEntries(g->local));
+  PetscCall(VecGetArray(g->local, &a));
+  mpm_p2g(&g->box, &v, dt, a);
+  PetscCall(VecRestoreArray(g->local, &a));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_P2G, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Node velocities from momenta, gravity, then collisions and friction
+ * (K10, K section 8) on the owned nodes. */
+static PetscErrorCode GridUpdate(MPMSim sim, MPMGridField *g, double dt)
+{
+  const MPMLayout *l = &sim->layout;
+  const PetscInt   d = l->dim, dof = g->dof;
+  const int        flip = dof > 1 + d;
+  const double     gs   = MPMGravityScale(sim);
+  PetscScalar     *a;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_GRID_UPDATE, 0, 0, 0, 0));
+  PetscCall(VecGetArray(g->global, &a));
+  for (PetscInt k = l->xs[2]; k < l->xs[2] + l->xm[2]; k++)
+    for (PetscInt j = l->xs[1]; j < l->xs[1] + l->xm[1]; j++)
+      for (PetscInt i = l->xs[0]; i < l->xs[0] + l->xm[0]; i++) {
+        double        *node   = a + dof * (((k - l->xs[2]) * l->xm[1] + (j - l->xs[1])) * l->xm[0] + (i - l->xs[0]));
+        const double   m      = node[0];
+        const PetscInt idx[3] = {i, j, k};
+        double         x[3], v[3];
+        if (m <= 0) {
+          for (PetscInt c = 1; c < dof; c++) node[c] = 0;
+          continue;
+        }
+        for (PetscInt c = 0; c < d; c++) {
+          x[c] = l->box.origin[c] + l->h * idx[c];
+          v[c] = (node[1 + c] + (flip ? node[1 + d + c] : 0.0)) / m + dt * gs * sim->gravity[c];
+          if (flip) node[1 + d + c] = node[1 + c] / m; /* v^n, before forces */
+        }
+        MPMCollidersApply(sim->colliders, x, m, dt, v);
+        for (PetscInt c = 0; c < d; c++) node[1 + c] = v[c];
+      }
+  PetscCall(VecRestoreArray(g->global, &a));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_GRID_UPDATE, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Transfer to particles (K11-K15); returns the local max particle speed. */
+static PetscErrorCode G2P(const Explicit *ex, MPMSpecies *sp, const ExplicitFields *f, double dt, double *vmax)
+{
+  MPMGridField      *g = sp->grid;
+  MPMParticleView    v = View(ex, sp, f);
+  const PetscScalar *a;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_G2P, 0, 0, 0, 0));
+  PetscCall(VecGetArrayRead(g->local, &a));
+  *vmax = sqrt(mpm_g2p(&g->box, a, dt, ex->flip, &v));
+  PetscCall(VecRestoreArrayRead(g->local, &a));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_G2P, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Plasticity, hardening (K16-K18, K29) and the stress for the next step:
+ * runs of consecutive particles of one material go to its commit. */
+static PetscErrorCode Constitutive(MPMSpecies *sp, const ExplicitFields *f)
+{
+  MPMParticles  *p   = &sp->p;
+  const int32_t *mat = MPMFieldInt32(p, p->f_mat);
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_CONSTITUTIVE, 0, 0, 0, 0));
+  for (PetscInt q0 = 0, q1; q0 < p->n; q0 = q1) {
+    const MPMMaterial m = sp->mat[mat[q0]];
+    MPMMaterialPoints pts;
+    for (q1 = q0 + 1; q1 < p->n && mat[q1] == mat[q0]; q1++) {}
+    PetscCall(MPMMaterialsPoints(sp, f->f_tau, q0, &pts));
+    m->ops.commit(m, (int)(q1 - q0), &pts);
+  }
+  PetscCall(PetscLogEventEnd(MPM_EVENT_CONSTITUTIVE, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode ExplicitStep(MPMIntegrator integ, MPMSim sim, double dt, double *vmax)
+{
+  Explicit *ex = (Explicit *)integ->data;
+
+  PetscFunctionBeginUser;
+  *vmax = 0;
+  MPMCollidersAtTime(sim->colliders, sim->t);
+  for (PetscInt s = 0; s < sim->nspecies; s++) {
+    MPMSpecies           *sp = sim->species[s];
+    const ExplicitFields *f  = &ex->fields[s];
+    double                vs = 0;
+    PetscCall(P2G(ex, sp, f, dt));
+    PetscCall(MPMGhostScatterAdd(sp->grid));
+    PetscCall(GridUpdate(sim, sp->grid, dt));
+    PetscCall(MPMGhostGather(sp->grid));
+    PetscCall(G2P(ex, sp, f, dt, &vs));
+    PetscCall(Constitutive(sp, f));
+    *vmax = PetscMax(*vmax, vs);
+  }
+  MPMCollidersAdvance(sim->colliders, dt);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode ExplicitView(MPMIntegrator integ, char *buf, size_t len)
+{
+  const Explicit *ex = (const Explicit *)integ->data;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscStrncpy(buf, ex->transfer == MPM_TRANSFER_APIC ? "APIC" : "PIC/FLIP", len));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMIntegratorCreate_Explicit(MPMIntegrator integ)
+{
+  PetscFunctionBeginUser;
+  integ->ops.options   = ExplicitOptions;
+  integ->ops.setup     = ExplicitSetUp;
+  integ->ops.stable_dt = ExplicitStableDt;
+  integ->ops.step      = ExplicitStep;
+  integ->ops.view      = ExplicitView;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

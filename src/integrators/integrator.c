@@ -1,0 +1,82 @@
+/* Integrator registry: -integrator NAME selects a create function from a
+ * PetscFunctionList (like KSPSetType); the create function fills the ops
+ * table and the integrator reads its options under its own prefix. */
+#include "integrators.h"
+
+static PetscFunctionList MPMIntegratorList = NULL;
+
+PetscErrorCode MPMIntegratorRegister(const char *type, MPMIntegratorCreateFn create)
+{
+  PetscFunctionBeginUser;
+  PetscCall(PetscFunctionListAdd(&MPMIntegratorList, type, create));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMIntegratorRegisterAll(void)
+{
+  static PetscBool registered = PETSC_FALSE;
+
+  PetscFunctionBeginUser;
+  if (registered) PetscFunctionReturn(PETSC_SUCCESS);
+  registered = PETSC_TRUE;
+  PetscCall(MPMIntegratorRegister("explicit", MPMIntegratorCreate_Explicit));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode ListTypes(char *buf, size_t len)
+{
+  const char **names;
+  int                n;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscFunctionListGet(MPMIntegratorList, &names, &n));
+  buf[0] = 0;
+  for (int i = 0; i < n; i++) {
+    PetscCall(PetscStrlcat(buf, i ? ", " : "", len));
+    PetscCall(PetscStrlcat(buf, names[i], len));
+  }
+  PetscCall(PetscFree(names));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* -integrator NAME, then the integrator's own options. */
+PetscErrorCode MPMIntegratorCreate(MPMSim sim)
+{
+  MPMIntegrator         integ;
+  MPMIntegratorCreateFn create = NULL;
+  char                  types[256];
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMIntegratorRegisterAll());
+  PetscCall(PetscNew(&integ));
+  sim->integ = integ;
+  PetscCall(PetscStrncpy(integ->type, "explicit", sizeof(integ->type)));
+  PetscOptionsBegin(sim->comm, NULL, "Time integration", NULL);
+  PetscCall(PetscOptionsFList("-integrator", "Time integrator (method)", NULL, MPMIntegratorList, integ->type, integ->type, sizeof(integ->type), NULL));
+  PetscOptionsEnd();
+  PetscCall(PetscFunctionListFind(MPMIntegratorList, integ->type, &create));
+  PetscCall(ListTypes(types, sizeof(types)));
+  PetscCheck(create, sim->comm, PETSC_ERR_USER_INPUT, "-integrator %s is not a known integrator; allowed: %s", integ->type, types);
+  PetscCall(PetscSNPrintf(integ->prefix, sizeof(integ->prefix), "%s_", integ->type));
+  PetscCall((*create)(integ));
+  if (integ->ops.options) PetscCall(integ->ops.options(integ, sim));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMIntegratorStats(MPMIntegrator integ, MPMStepStats *s)
+{
+  PetscFunctionBeginUser;
+  s->n = 0;
+  if (integ->ops.stats) PetscCall(integ->ops.stats(integ, s));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMIntegratorDestroy(MPMIntegrator *integ)
+{
+  PetscFunctionBeginUser;
+  if (!*integ) PetscFunctionReturn(PETSC_SUCCESS);
+  if ((*integ)->ops.destroy) PetscCall((*integ)->ops.destroy(*integ));
+  PetscCall(PetscFree((*integ)->data));
+  PetscCall(PetscFree(*integ));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

@@ -1,0 +1,66 @@
+/* Private header of src/integrators/: time integrators behind one
+ * interface, registered by name and chosen with -integrator NAME (default
+ * explicit), like KSPSetType.  An integrator declares the particle and grid
+ * fields it needs, owns its solvers (with its own options prefix, e.g.
+ * -implicit_ksp_type), advances the particles of every species by one step
+ * and reports its per-step statistics.
+ *
+ * Adding one is one file that fills the ops table in its create function
+ * plus one MPMIntegratorRegister() line in MPMIntegratorRegisterAll()
+ * (integrator.c). */
+#ifndef MPM_INTEGRATORS_H
+#define MPM_INTEGRATORS_H
+
+#include "core/core.h"
+#include "materials/materials.h"
+#include "colliders/colliders.h"
+
+#define MPM_MAX_STATS 8
+
+/* Per-step statistics (solver iterations, residuals): a column each in
+ * history.csv, the run's totals in summary.json. */
+typedef struct {
+  PetscInt n;
+  char     name[MPM_MAX_STATS][32];
+  double   value[MPM_MAX_STATS];
+} MPMStepStats;
+
+#define MPM_MAX_INTEGRATOR_STATE 64
+
+typedef struct {
+  /* Read the integrator's options (prefix integ->prefix). Before the species exist. */
+  PetscErrorCode (*options)(MPMIntegrator integ, MPMSim sim);
+  /* After materials, colliders, regions and emitters: declare particle and
+   * grid fields, create solvers, refuse what it cannot do. */
+  PetscErrorCode (*setup)(MPMIntegrator integ, MPMSim sim);
+  /* Largest stable step for the next step, given the fastest particle [s]. */
+  double (*stable_dt)(MPMIntegrator integ, const MPMSim sim, double vmax);
+  /* Advance every species from t to t + dt; *vmax: fastest particle after. */
+  PetscErrorCode (*step)(MPMIntegrator integ, MPMSim sim, double dt, double *vmax);
+  /* Statistics of the last step (optional). */
+  PetscErrorCode (*stats)(MPMIntegrator integ, MPMStepStats *s);
+  /* Scalars to checkpoint (warm starts, counters) and to restore (optional). */
+  PetscErrorCode (*get_state)(MPMIntegrator integ, PetscInt *n, double *state);
+  PetscErrorCode (*set_state)(MPMIntegrator integ, PetscInt n, const double *state);
+  /* One line for the start-up banner ("APIC"). */
+  PetscErrorCode (*view)(MPMIntegrator integ, char *buf, size_t len);
+  PetscErrorCode (*destroy)(MPMIntegrator integ);
+} MPMIntegratorOps;
+
+struct _p_MPMIntegrator {
+  char             type[MPM_NAME_LEN];
+  char             prefix[MPM_NAME_LEN + 1]; /* "<type>_" for its solvers' options */
+  MPMIntegratorOps ops;
+  void            *data;
+};
+
+typedef PetscErrorCode (*MPMIntegratorCreateFn)(MPMIntegrator);
+PetscErrorCode MPMIntegratorRegisterAll(void);
+PetscErrorCode MPMIntegratorRegister(const char *type, MPMIntegratorCreateFn create);
+PetscErrorCode MPMIntegratorCreate(MPMSim sim);
+PetscErrorCode MPMIntegratorDestroy(MPMIntegrator *integ);
+PetscErrorCode MPMIntegratorStats(MPMIntegrator integ, MPMStepStats *s);
+
+PetscErrorCode MPMIntegratorCreate_Explicit(MPMIntegrator);
+
+#endif

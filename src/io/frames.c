@@ -1,0 +1,219 @@
+/* Output frames: one parallel HDF5 file per frame (collective hyperslab
+ * writes of every rank's particles) and the XDMF time series ParaView
+ * opens.  The datasets are the species' registered output fields and
+ * derived fields, so a field registered anywhere appears here, in the XDMF
+ * and in Catalyst with no edit.  Files are written to a temporary name and
+ * renamed, so a killed run leaves only complete files behind. */
+#include "io.h"
+#include <errno.h>
+
+#define MPM_MAX_OUTPUT 64
+
+/* The output arrays of a species without their data: name, type, components. */
+static PetscInt OutputList(const MPMSpecies *sp, MPMOutputArray *list)
+{
+  const MPMParticles *p = &sp->p;
+  PetscInt            n = 0;
+  for (PetscInt f = 0; f < p->nfield && n < MPM_MAX_OUTPUT; f++) {
+    const MPMField *fd = &p->field[f];
+    if (!(fd->flags & MPM_FIELD_OUTPUT)) continue;
+    list[n].name  = fd->output;
+    list[n].type  = fd->output_type;
+    list[n].ncomp = fd->pad3 ? 3 : fd->ncomp;
+    list[n].data  = NULL;
+    n++;
+  }
+  for (PetscInt k = 0; k < sp->nderived && n < MPM_MAX_OUTPUT; k++) {
+    list[n].name  = sp->derived[k].name;
+    list[n].type  = MPM_FIELD_REAL;
+    list[n].ncomp = sp->derived[k].ncomp;
+    list[n].data  = NULL;
+    n++;
+  }
+  return n;
+}
+
+/* Field f converted to its output type, vectors padded to 3 components. */
+static void ConvertField(const MPMParticles *p, const MPMField *fd, int ncomp, void *out)
+{
+  const int d = fd->ncomp;
+  for (PetscInt q = 0; q < p->n; q++)
+    for (int c = 0; c < ncomp; c++) {
+      const PetscInt i = q * d + c;
+      double         v = 0;
+      if (c < d) switch (fd->type) {
+        case MPM_FIELD_REAL: v = ((const double *)fd->data)[i]; break;
+        case MPM_FIELD_INT64: v = (double)((const int64_t *)fd->data)[i]; break;
+        case MPM_FIELD_INT32: v = ((const int32_t *)fd->data)[i]; break;
+        default: v = ((const uint8_t *)fd->data)[i]; break;
+        }
+      if (fd->output_type == MPM_FIELD_REAL) ((double *)out)[q * ncomp + c] = v;
+      else if (fd->output_type == MPM_FIELD_INT32) ((int32_t *)out)[q * ncomp + c] = (int32_t)v;
+      else ((int64_t *)out)[q * ncomp + c] = fd->type == MPM_FIELD_INT64 && c < d ? ((const int64_t *)fd->data)[i] : (int64_t)v; /* ids stay exact */
+    }
+}
+
+/* This rank's output arrays (MPMOutputArraysRestore frees them). */
+PetscErrorCode MPMOutputArraysGet(MPMSpecies *sp, PetscInt *n, MPMOutputArray **arrays)
+{
+  const MPMParticles *p = &sp->p;
+  MPMOutputArray      list[MPM_MAX_OUTPUT];
+  PetscInt            k = 0;
+
+  PetscFunctionBeginUser;
+  *n = OutputList(sp, list);
+  PetscCall(PetscMalloc1(*n, arrays));
+  for (PetscInt f = 0; f < p->nfield; f++) {
+    const MPMField *fd = &p->field[f];
+    if (!(fd->flags & MPM_FIELD_OUTPUT)) continue;
+    (*arrays)[k] = list[k];
+    PetscCall(PetscMalloc(MPMFieldTypeSize(list[k].type) * (size_t)list[k].ncomp * (size_t)p->n + 8, &(*arrays)[k].data));
+    ConvertField(p, fd, list[k].ncomp, (*arrays)[k].data);
+    k++;
+  }
+  for (PetscInt j = 0; j < sp->nderived; j++, k++) {
+    (*arrays)[k] = list[k];
+    PetscCall(PetscMalloc1((size_t)list[k].ncomp * (size_t)p->n + 1, (double **)&(*arrays)[k].data));
+    PetscCall(sp->derived[j].fn(sp->derived[j].ctx, p, (double *)(*arrays)[k].data));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMOutputArraysRestore(PetscInt n, MPMOutputArray **arrays)
+{
+  PetscFunctionBeginUser;
+  for (PetscInt k = 0; k < n; k++) PetscCall(PetscFree((*arrays)[k].data));
+  PetscCall(PetscFree(*arrays));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static hid_t H5Type(MPMFieldType t) { return t == MPM_FIELD_REAL ? H5T_NATIVE_DOUBLE : t == MPM_FIELD_INT64 ? H5T_NATIVE_INT64 : H5T_NATIVE_INT32; }
+
+static PetscErrorCode FrameAttributes(MPMSim sim, hid_t file)
+{
+  const double  rattr[2] = {sim->t, sim->dt};
+  const int64_t iattr[4] = {sim->step, sim->frame, sim->dim, sim->size};
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMH5WriteAttr(file, "time_dt", H5T_NATIVE_DOUBLE, 2, rattr));
+  PetscCall(MPMH5WriteAttr(file, "step_frame_dim_ranks", H5T_NATIVE_INT64, 4, iattr));
+  PetscCall(MPMH5WriteString(file, "version", MPMVersion()));
+  PetscCall(MPMH5WriteString(file, "options", sim->options_string ? sim->options_string : ""));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Every output array, and the Polyvertex connectivity 0..N-1 ParaView needs. */
+static PetscErrorCode WriteParticles(MPMSpecies *sp, MPMH5File *F)
+{
+  MPMOutputArray *arr;
+  PetscInt        n;
+  int64_t        *conn;
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMOutputArraysGet(sp, &n, &arr));
+  for (PetscInt k = 0; k < n; k++) PetscCall(MPMH5WriteArray(F, arr[k].name, H5Type(arr[k].type), arr[k].ncomp, arr[k].data));
+  PetscCall(MPMOutputArraysRestore(n, &arr));
+  PetscCall(PetscMalloc1(sp->p.n + 1, &conn));
+  for (PetscInt q = 0; q < sp->p.n; q++) conn[q] = F->offset + q;
+  PetscCall(MPMH5WriteArray(F, "connectivity", H5T_NATIVE_INT64, 1, conn));
+  PetscCall(PetscFree(conn));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static void XdmfAttribute(char *buf, size_t len, const MPMFrameRecord *r, const MPMOutputArray *a)
+{
+  char dims[64];
+  if (a->ncomp > 1) snprintf(dims, sizeof(dims), "%lld %d", (long long)r->n, a->ncomp);
+  else snprintf(dims, sizeof(dims), "%lld", (long long)r->n);
+  size_t l = strlen(buf);
+  snprintf(buf + l, len - l,
+           "      <Attribute Name=\"%s\" AttributeType=\"%s\" Center=\"Node\">\n"
+           "        <DataItem Dimensions=\"%s\" NumberType=\"%s\" Precision=\"%d\" Format=\"HDF\">frames/frame_%05d.h5:/%s</DataItem>\n"
+           "      </Attribute>\n",
+           a->name, a->ncomp == 3 ? "Vector" : "Scalar", dims, a->type == MPM_FIELD_REAL ? "Float" : "Int", a->type == MPM_FIELD_INT32 ? 4 : 8, (int)r->frame, a->name);
+}
+
+/* The XDMF time series over all frames so far (rank 0): positions as the
+ * geometry, every other output array as an attribute. */
+PetscErrorCode MPMOutputWriteXdmf(MPMSim sim)
+{
+  MPMOutputArray list[MPM_MAX_OUTPUT];
+  const PetscInt na  = OutputList(sim->species[0], list);
+  const size_t   per = 1024 + 512 * (size_t)na, len = per * (size_t)(sim->nframes + 1);
+  char          *buf, path[PETSC_MAX_PATH_LEN];
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscMalloc1(len, &buf));
+  snprintf(buf, len, "<?xml version=\"1.0\" ?>\n<Xdmf Version=\"2.0\">\n  <Domain>\n    <Grid Name=\"particles\" GridType=\"Collection\" CollectionType=\"Temporal\">\n");
+  for (PetscInt f = 0; f < sim->nframes; f++) {
+    const MPMFrameRecord *r = &sim->frames[f];
+    size_t                l = strlen(buf);
+    snprintf(buf + l, len - l,
+             "    <Grid Name=\"frame_%05d\" GridType=\"Uniform\">\n      <Time Value=\"%.10g\"/>\n"
+             "      <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"%lld\" NodesPerElement=\"1\">\n"
+             "        <DataItem Dimensions=\"%lld\" NumberType=\"Int\" Precision=\"8\" Format=\"HDF\">frames/frame_%05d.h5:/connectivity</DataItem>\n"
+             "      </Topology>\n      <Geometry GeometryType=\"XYZ\">\n"
+             "        <DataItem Dimensions=\"%lld 3\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">frames/frame_%05d.h5:/position</DataItem>\n"
+             "      </Geometry>\n",
+             (int)r->frame, r->t, (long long)r->n, (long long)r->n, (int)r->frame, (long long)r->n, (int)r->frame);
+    for (PetscInt k = 0; k < na; k++)
+      if (strcmp(list[k].name, "position")) XdmfAttribute(buf, len, r, &list[k]);
+    l = strlen(buf);
+    snprintf(buf + l, len - l, "    </Grid>\n");
+  }
+  size_t l = strlen(buf);
+  snprintf(buf + l, len - l, "    </Grid>\n  </Domain>\n</Xdmf>\n");
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s/particles.xmf", sim->outdir));
+  PetscCall(MPMWriteFileAtomic(path, buf));
+  PetscCall(PetscFree(buf));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Add a frame to the list the XDMF series is written from (rank 0). */
+PetscErrorCode MPMOutputRecordFrame(MPMSim sim, double t, int64_t n, PetscInt frame)
+{
+  PetscFunctionBeginUser;
+  if (sim->nframes == sim->capframes) {
+    sim->capframes = 2 * sim->capframes + 16;
+    PetscCall(PetscRealloc(sizeof(MPMFrameRecord) * sim->capframes, &sim->frames));
+  }
+  sim->frames[sim->nframes].t     = t;
+  sim->frames[sim->nframes].n     = n;
+  sim->frames[sim->nframes].frame = frame;
+  sim->nframes++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Give the frame file its final name and add it to the XDMF series. */
+static PetscErrorCode FrameFinishRank0(MPMSim sim, const char *tmp, const char *path, int64_t total)
+{
+  PetscFunctionBeginUser;
+  PetscCheck(rename(tmp, path) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot rename %s: %s", tmp, strerror(errno));
+  PetscCall(MPMOutputRecordFrame(sim, sim->t, total, sim->frame));
+  PetscCall(MPMOutputWriteXdmf(sim));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMOutputFrame(MPMSim sim)
+{
+  MPMSpecies *sp = sim->species[0];
+  char        path[PETSC_MAX_PATH_LEN], tmp[PETSC_MAX_PATH_LEN];
+  MPMH5File   F;
+
+  PetscFunctionBeginUser;
+  PetscCheck(sim->nspecies == 1, sim->comm, PETSC_ERR_SUP, "Frames of more than one particle species are not implemented yet");
+  PetscCall(PetscLogEventBegin(MPM_EVENT_OUTPUT, 0, 0, 0, 0));
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s/frames/frame_%05" PetscInt_FMT ".h5", sim->outdir, sim->frame));
+  PetscCall(PetscSNPrintf(tmp, sizeof(tmp), "%s.tmp", path));
+  PetscCall(MPMH5Create(sim->comm, tmp, &F));
+  F.n = sp->p.n;
+  PetscCall(MPMGlobalOffset(sim->comm, F.n, &F.offset, &F.total));
+  PetscCall(WriteParticles(sp, &F));
+  PetscCall(FrameAttributes(sim, F.file));
+  PetscCall(MPMH5Close(&F));
+  PetscCall(MPMBarrier(sim->comm)); /* every rank's data is in the file before it gets its final name */
+  PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? FrameFinishRank0(sim, tmp, path, F.total) : PETSC_SUCCESS, "naming the frame or writing particles.xmf"));
+  sim->frame++;
+  PetscCall(PetscLogEventEnd(MPM_EVENT_OUTPUT, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

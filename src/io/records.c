@@ -1,0 +1,337 @@
+/* Run records: the output directory, run.json (provenance, written at
+ * start), history.csv (the invariants, the integrator's statistics and the
+ * force on every collider, one row per frame or -history_interval steps),
+ * summary.json (written at the end) and the global diagnostics.
+ *
+ * Files are written to a temporary name and renamed, so a killed run
+ * leaves only complete files behind. */
+#define _POSIX_C_SOURCE 200809L /* dirent, unlink under -std=c11 */
+#include "io.h"
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <dirent.h>
+#include <errno.h>
+#include <time.h>
+#include <unistd.h>
+
+static PetscErrorCode MakeDir(const char *path)
+{
+  char     buf[PETSC_MAX_PATH_LEN];
+  size_t   len;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscStrncpy(buf, path, sizeof(buf)));
+  PetscCall(PetscStrlen(buf, &len));
+  for (size_t i = 1; i <= len; i++) {
+    if (buf[i] != '/' && buf[i] != 0) continue;
+    const char c = buf[i];
+    buf[i]       = 0;
+    PetscCheck(mkdir(buf, 0755) == 0 || errno == EEXIST, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "-output_dir: cannot create directory %s: %s", buf, strerror(errno));
+    buf[i] = c;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Write text to path atomically (temporary file, then rename). */
+PetscErrorCode MPMWriteFileAtomic(const char *path, const char *text)
+{
+  char  tmp[PETSC_MAX_PATH_LEN];
+  FILE *f;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscSNPrintf(tmp, sizeof(tmp), "%s.tmp", path));
+  f = fopen(tmp, "w");
+  PetscCheck(f, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot write %s: %s", tmp, strerror(errno));
+  fputs(text, f);
+  PetscCheck(fclose(f) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot write %s", tmp);
+  PetscCheck(rename(tmp, path) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot rename %s to %s", tmp, path);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* JSON string escaping of the options database (it may contain quotes). */
+static void JsonEscape(const char *in, char *out, size_t len)
+{
+  size_t j = 0;
+  for (size_t i = 0; in && in[i] && j + 7 < len; i++) {
+    const char c = in[i];
+    if (c == '"' || c == '\\') {
+      out[j++] = '\\';
+      out[j++] = c;
+    } else if ((unsigned char)c < 0x20) out[j++] = ' ';
+    else out[j++] = c;
+  }
+  out[j] = 0;
+}
+
+/* run.json at a fresh start; restart_<step>.json when continuing from a
+ * checkpoint (run.json keeps the original run's record). */
+static PetscErrorCode WriteRunRecord(MPMSim sim, PetscBool restarted)
+{
+  char     *esc, *text;
+  size_t    len;
+  time_t    now = time(NULL);
+  char      stamp[64], path[PETSC_MAX_PATH_LEN];
+  unsigned  h5maj, h5min, h5rel;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscStrlen(sim->options_string, &len));
+  PetscCall(PetscMalloc2(2 * len + 16, &esc, 2 * len + 4096, &text));
+  JsonEscape(sim->options_string, esc, 2 * len + 16);
+  strftime(stamp, sizeof(stamp), "%Y-%m-%dT%H:%M:%S%z", localtime(&now));
+  H5get_libversion(&h5maj, &h5min, &h5rel);
+  PetscCall(PetscSNPrintf(text, 2 * len + 4096,
+                          "{\n  \"program\": \"granular-mpm\",\n  \"version\": \"%s\",\n  \"petsc\": \"%d.%d.%d\",\n  \"hdf5\": \"%u.%u.%u\",\n"
+                          "  \"ranks\": %d,\n  \"dim\": %" PetscInt_FMT ",\n  \"integrator\": \"%s\",\n  \"started\": \"%s\",\n  \"restart_step\": %" PetscInt_FMT ",\n  \"options\": \"%s\"\n}\n",
+                          MPMVersion(), PETSC_VERSION_MAJOR, PETSC_VERSION_MINOR, PETSC_VERSION_SUBMINOR, h5maj, h5min, h5rel, sim->size, sim->dim, sim->integ->type, stamp,
+                          restarted ? sim->step : (PetscInt)-1, esc));
+  if (restarted) PetscCall(PetscSNPrintf(path, sizeof(path), "%s/restart_%08" PetscInt_FMT ".json", sim->outdir, sim->step));
+  else PetscCall(PetscSNPrintf(path, sizeof(path), "%s/run.json", sim->outdir));
+  PetscCall(MPMWriteFileAtomic(path, text));
+  PetscCall(PetscFree2(esc, text));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Files written by rank 0 alone: every rank learns whether it worked, so a
+ * failure stops all ranks instead of leaving them waiting in a collective. */
+PetscErrorCode MPMRank0Outcome(MPMSim sim, PetscErrorCode ierr, const char *what)
+{
+  int code = (int)ierr;
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMBroadcastInt(sim->comm, &code));
+  PetscCheck(code == 0, sim->comm, PETSC_ERR_FILE_WRITE, "Rank 0 failed %s in -output_dir %s (its message is above)", what, sim->outdir);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+
+/* mkdir -p on rank 0, the outcome known to all ranks. */
+PetscErrorCode MPMOutputMakeDir(MPMSim sim, const char *dir)
+{
+  PetscFunctionBeginUser;
+  PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? MakeDir(dir) : PETSC_SUCCESS, "creating a directory"));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Remove the temporaries a killed run may have left (they never got their
+ * final name, so no reader ever saw them). */
+static void RemoveTemporaries(const char *dir)
+{
+  DIR           *d = opendir(dir);
+  struct dirent *e;
+  char           path[PETSC_MAX_PATH_LEN];
+  if (!d) return;
+  while ((e = readdir(d))) {
+    const size_t len = strlen(e->d_name);
+    if (len > 4 && !strcmp(e->d_name + len - 4, ".tmp")) {
+      snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+      unlink(path);
+    }
+  }
+  closedir(d);
+}
+
+/* On restart, history.csv keeps its rows up to the checkpoint's step (a
+ * killed run may have written rows past it, or half a row). */
+static PetscErrorCode TruncateHistoryRank0(MPMSim sim, const char *path)
+{
+  FILE  *in = fopen(path, "r");
+  char   line[4096], tmp[PETSC_MAX_PATH_LEN];
+  FILE  *out;
+  double t;
+  long   step;
+
+  PetscFunctionBeginUser;
+  if (!in) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscSNPrintf(tmp, sizeof(tmp), "%s.tmp", path));
+  out = fopen(tmp, "w");
+  PetscCheck(out, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot write %s: %s", tmp, strerror(errno));
+  if (fgets(line, sizeof(line), in)) fputs(line, out); /* the header */
+  while (fgets(line, sizeof(line), in))
+    if (strchr(line, '\n') && sscanf(line, "%lf,%ld,", &t, &step) == 2 && step <= sim->step) fputs(line, out);
+  fclose(in);
+  PetscCheck(fclose(out) == 0 && rename(tmp, path) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot rewrite %s", path);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Columns: the invariants, then the integrator's statistics, then the mean
+ * force and torque on every collider since the previous row (2D: fx, fy,
+ * tz; 3D: fx, fy, fz, tx, ty, tz) [N], [N m] (per unit depth in 2D). */
+static PetscErrorCode HistoryHeader(MPMSim sim)
+{
+  MPMStepStats       st;
+  const MPMColliders c   = sim->colliders;
+  static const char *f3[] = {"fx", "fy", "fz", "tx", "ty", "tz"}, *f2[] = {"fx", "fy", "tz"};
+
+  PetscFunctionBeginUser;
+  fprintf(sim->history, "t,step,particles,mass,momentum_x,momentum_y,momentum_z,kinetic_energy,elastic_energy,dt,vmax,imbalance");
+  PetscCall(MPMIntegratorStats(sim->integ, &st));
+  for (PetscInt i = 0; i < st.n; i++) fprintf(sim->history, ",%s", st.name[i]);
+  for (PetscInt o = 0; o < c->nobj; o++) {
+    if (!MPMColliderReported(&c->obj[o])) continue;
+    for (int k = 0; k < (sim->dim == 3 ? 6 : 3); k++) fprintf(sim->history, ",%s_%s", c->obj[o].name, sim->dim == 3 ? f3[k] : f2[k]);
+  }
+  fprintf(sim->history, "\n");
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode OutputSetUpRank0(MPMSim sim, PetscBool restarted)
+{
+  char path[PETSC_MAX_PATH_LEN];
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s/frames", sim->outdir));
+  PetscCall(MakeDir(path));
+  RemoveTemporaries(path);
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s/checkpoints", sim->outdir));
+  RemoveTemporaries(path);
+  PetscCall(WriteRunRecord(sim, restarted));
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s/history.csv", sim->outdir));
+  if (restarted) PetscCall(TruncateHistoryRank0(sim, path));
+  sim->history = fopen(path, restarted ? "a" : "w");
+  PetscCheck(sim->history, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot write %s: %s", path, strerror(errno));
+  if (!restarted) PetscCall(HistoryHeader(sim));
+  if (restarted) PetscCall(MPMOutputWriteXdmf(sim)); /* the series up to the checkpoint */
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMOutputSetUp(MPMSim sim, PetscBool restarted)
+{
+  PetscFunctionBeginUser;
+  PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? OutputSetUpRank0(sim, restarted) : PETSC_SUCCESS, "creating the output directory, run.json or history.csv"));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The collider forces are collective (summed over ranks), so every rank
+ * calls this; rank 0 writes the row. */
+PetscErrorCode MPMOutputHistory(MPMSim sim, const MPMDiagnostics *d)
+{
+  MPMStepStats       st;
+  const MPMColliders c = sim->colliders;
+  double            *ft;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscMalloc1(6 * c->nobj + 1, &ft));
+  PetscCall(MPMCollidersReport(c, sim->comm, ft));
+  PetscCall(MPMIntegratorStats(sim->integ, &st));
+  if (sim->rank == 0 && sim->history) {
+    fprintf(sim->history, "%.12g,%" PetscInt_FMT ",%lld,%.15g,%.15g,%.15g,%.15g,%.15g,%.15g,%.6g,%.6g,%.4f", sim->t, sim->step, (long long)d->n, d->mass, d->mom[0], d->mom[1],
+            d->mom[2], d->ke, d->ee, sim->dt, d->vmax, sim->imbalance);
+    for (PetscInt i = 0; i < st.n; i++) fprintf(sim->history, ",%.10g", st.value[i]);
+    for (PetscInt o = 0; o < c->nobj; o++) {
+      const double *f = ft + 6 * o;
+      if (!MPMColliderReported(&c->obj[o])) continue;
+      if (sim->dim == 3) fprintf(sim->history, ",%.10g,%.10g,%.10g,%.10g,%.10g,%.10g", f[0], f[1], f[2], f[3], f[4], f[5]);
+      else fprintf(sim->history, ",%.10g,%.10g,%.10g", f[0], f[1], f[5]);
+    }
+    fprintf(sim->history, "\n");
+    fflush(sim->history);
+  }
+  PetscCall(PetscFree(ft));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* "n0, n1, ..." : one count of every rank (particles, grid nodes: the load balance). */
+static PetscErrorCode PerRankCounts(MPMSim sim, int64_t mine, char *buf, size_t len)
+{
+  int64_t *all;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscMalloc1(sim->size, &all));
+  PetscCall(MPMAllGatherInt64(sim->comm, mine, all));
+  buf[0] = 0;
+  for (PetscMPIInt r = 0; r < sim->size && strlen(buf) + 24 < len; r++) snprintf(buf + strlen(buf), len - strlen(buf), "%s%lld", r ? ", " : "", (long long)all[r]);
+  PetscCall(PetscFree(all));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static double PeakRSSBytes(void)
+{
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return 1024.0 * (double)ru.ru_maxrss; /* Linux reports kB */
+}
+
+PetscErrorCode MPMOutputSummary(MPMSim sim)
+{
+  MPMDiagnostics d;
+  double         rss[2] = {PeakRSSBytes(), 0}, rss_sum, wall;
+  char          *text, *counts, *nodes, path[PETSC_MAX_PATH_LEN];
+  const size_t   clen = 24 * (size_t)sim->size + 16, tlen = 8192 + 2 * clen;
+  int64_t        owned = 1;
+  PetscLogDouble now;
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMComputeDiagnostics(sim, &d));
+  rss_sum = rss[0];
+  PetscCall(MPMGlobalSum(sim->comm, &rss_sum, 1));
+  PetscCall(MPMGlobalMax(sim->comm, rss, 1));
+  PetscCall(PetscTime(&now));
+  wall = sim->wall_before + (now - sim->wall_start); /* whole run, across restarts */
+  PetscCall(PetscMalloc3(tlen, &text, clen, &counts, clen, &nodes));
+  for (PetscInt a = 0; a < sim->dim; a++) owned *= sim->layout.xm[a];
+  PetscCall(PerRankCounts(sim, MPMLocalParticles(sim), counts, clen));
+  PetscCall(PerRankCounts(sim, owned, nodes, clen));
+  const double psteps = sim->particle_steps, rate = sim->wall_steps > 0 ? psteps / sim->wall_steps : 0;
+  PetscCall(PetscSNPrintf(text, tlen,
+                          "{\n  \"version\": \"%s\",\n  \"ranks\": %d,\n  \"dim\": %" PetscInt_FMT ",\n  \"particles\": %lld,\n  \"particles_deleted\": %lld,\n"
+                          "  \"particles_emitted\": %lld,\n  \"steps\": %" PetscInt_FMT ",\n  \"simulated_time\": %.12g,\n  \"dt_min\": %.6g,\n  \"dt_max\": %.6g,\n"
+                          "  \"total_mass\": %.15g,\n  \"total_momentum\": [%.15g, %.15g, %.15g],\n  \"kinetic_energy\": %.15g,\n  \"elastic_energy\": %.15g,\n"
+                          "  \"wall_seconds\": %.6g,\n  \"wall_seconds_stepping\": %.6g,\n  \"particle_steps\": %.6g,\n  \"particle_steps_per_second\": %.6g,\n"
+                          "  \"particle_steps_per_second_per_rank\": %.6g,\n  \"state_bytes_per_particle\": %zu,\n  \"peak_rss_bytes_max_rank\": %.6g,\n"
+                          "  \"peak_rss_bytes_total\": %.6g,\n  \"output_frames\": %" PetscInt_FMT ",\n  \"particles_per_rank\": [%s],\n"
+                          "  \"nodes_per_rank\": [%s],\n  \"balance_node_cost\": %.6g,\n  \"rebalances\": %" PetscInt_FMT ",\n  \"checkpoints_written\": %" PetscInt_FMT ",\n  \"checkpoint_seconds\": %.6g,\n  \"status\": \"%s\"\n}\n",
+                          MPMVersion(), sim->size, sim->dim, (long long)d.n, (long long)sim->n_deleted, (long long)sim->n_emitted, sim->step, sim->t,
+                          sim->step ? sim->dt_lo : 0.0, sim->step ? sim->dt_hi : 0.0, d.mass, d.mom[0], d.mom[1], d.mom[2], d.ke, d.ee, wall, sim->wall_steps, psteps,
+                          rate, rate / sim->size, sim->species[0]->p.bytes, rss[0], rss_sum, sim->frame, counts, nodes, sim->balance_node_cost, sim->rebalances, sim->ckpt_count, sim->ckpt_seconds,
+                          sim->exit_code == MPM_EXIT_CHECKPOINTED ? "checkpointed" : "finished"));
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s/summary.json", sim->outdir));
+  PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? MPMWriteFileAtomic(path, text) : PETSC_SUCCESS, "writing summary.json"));
+  PetscCall(PetscFree3(text, counts, nodes));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMOutputFinalize(MPMSim sim)
+{
+  PetscFunctionBeginUser;
+  if (sim->history) fclose(sim->history);
+  sim->history = NULL;
+  PetscCall(PetscFree(sim->frames));
+  sim->nframes = sim->capframes = 0;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Global invariants: count, mass, momentum, kinetic and elastic energy, the
+ * fastest particle. */
+PetscErrorCode MPMComputeDiagnostics(MPMSim sim, MPMDiagnostics *out)
+{
+  const PetscInt d = sim->dim;
+  double         s[7] = {0}, vmax = 0;
+
+  PetscFunctionBeginUser;
+  for (PetscInt sp = 0; sp < sim->nspecies; sp++) {
+    const MPMParticles *p = &sim->species[sp]->p;
+    const double       *m = MPMFieldReal(p, p->f_m), *v = MPMFieldReal(p, p->f_v);
+    for (PetscInt q = 0; q < p->n; q++) {
+      double v2 = 0;
+      s[0] += 1;
+      s[1] += m[q];
+      for (PetscInt a = 0; a < d; a++) {
+        s[2 + a] += m[q] * v[q * d + a];
+        v2 += v[q * d + a] * v[q * d + a];
+      }
+      s[5] += 0.5 * m[q] * v2;
+      vmax = PetscMax(vmax, v2);
+    }
+    s[6] += MPMMaterialsElasticEnergy(sim->species[sp]); /* (K20) */
+  }
+  vmax = sqrt(vmax);
+  PetscCall(MPMGlobalSum(sim->comm, s, 7));
+  PetscCall(MPMGlobalMax(sim->comm, &vmax, 1));
+  out->n    = (int64_t)s[0];
+  out->mass = s[1];
+  for (PetscInt a = 0; a < 3; a++) out->mom[a] = s[2 + a];
+  out->ke   = s[5];
+  out->ee   = s[6];
+  out->vmax = vmax;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

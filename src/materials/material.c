@@ -1,0 +1,213 @@
+/* Material registry: a name -> create-function table (PetscFunctionList),
+ * like KSPRegister.  Every material instance in a deck has its own options
+ * prefix, its instance name: "-materials sand,ball -sand_type
+ * drucker_prager -ball_type neo_hookean".  Also the per-particle state the
+ * materials share, registered in the species' field registry. */
+#include "materials.h"
+
+static PetscFunctionList MPMMaterialList = NULL;
+
+PetscErrorCode MPMMaterialRegister(const char *type, MPMMaterialCreateFn create)
+{
+  PetscFunctionBeginUser;
+  PetscCall(PetscFunctionListAdd(&MPMMaterialList, type, create));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMMaterialRegisterAll(void)
+{
+  static PetscBool registered = PETSC_FALSE;
+
+  PetscFunctionBeginUser;
+  if (registered) PetscFunctionReturn(PETSC_SUCCESS);
+  registered = PETSC_TRUE;
+  PetscCall(MPMMaterialRegister("drucker_prager", MPMMaterialCreate_DruckerPrager));
+  PetscCall(MPMMaterialRegister("neo_hookean", MPMMaterialCreate_NeoHookean));
+  PetscCall(MPMMaterialRegister("hencky_elastic", MPMMaterialCreate_Hencky));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* "drucker_prager, neo_hookean, ..." in registration order. */
+static PetscErrorCode MPMMaterialListTypes(char *buf, size_t len)
+{
+  const char **names;
+  int                n;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscFunctionListGet(MPMMaterialList, &names, &n));
+  buf[0] = 0;
+  for (int i = 0; i < n; i++) {
+    PetscCall(PetscStrlcat(buf, i ? ", " : "", len));
+    PetscCall(PetscStrlcat(buf, names[i], len));
+  }
+  PetscCall(PetscFree(names));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Density and the two elastic constants every model needs. */
+PetscErrorCode MPMMaterialElasticOptions(MPMMaterial m, PetscOptionItems *PetscOptionsObject)
+{
+  PetscFunctionBeginUser;
+  PetscCall(PetscOptionsReal("-density", "Density of the solid material [kg/m^3]", NULL, m->density, &m->density, NULL));
+  PetscCall(PetscOptionsReal("-youngs_modulus", "Young's modulus E [Pa]", NULL, m->E, &m->E, NULL));
+  PetscCall(PetscOptionsReal("-poisson_ratio", "Poisson's ratio nu [-]", NULL, m->nu, &m->nu, NULL));
+  PetscCheck(m->density > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_density must be > 0 kg/m^3, got %g", m->name, m->density);
+  PetscCheck(m->E > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_youngs_modulus must be > 0 Pa, got %g", m->name, m->E);
+  PetscCheck(m->nu > -1.0 && m->nu < 0.5, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_poisson_ratio must be in (-1, 0.5), got %g", m->name, m->nu);
+  mpm_lame(m->E, m->nu, &m->mu, &m->lambda);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* P-wave speed sqrt((lambda + 2 mu)/rho) of the small-strain Lame
+ * parameters: the default ops.wave_speed. */
+double MPMMaterialWaveSpeedElastic(const MPMMaterial m, double density) { return sqrt((m->lambda + 2.0 * m->mu) / density); }
+
+/* An integrator (`who`, e.g. "-integrator implicit") that needs a
+ * capability refuses a material without it, naming both options. */
+PetscErrorCode MPMMaterialRequire(const MPMMaterial m, unsigned flags, const char *who)
+{
+  PetscFunctionBeginUser;
+  PetscCheck(!(flags & MPM_MATERIAL_DSTRESS) || m->ops.dstress, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT,
+             "%s needs the stress differential dP/dF of every material, which -%s_type %s does not provide", who, m->name, m->type);
+  PetscCheck(!(flags & MPM_MATERIAL_PLASTIC) || (m->flags & MPM_MATERIAL_PLASTIC), PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "%s needs a plastic material, -%s_type %s is not", who,
+             m->name, m->type);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMMaterialSetUp(MPI_Comm comm, PetscInt dim, const char *name, MPMMaterial *mat)
+{
+  MPMMaterial         m;
+  char                prefix[MPM_NAME_LEN + 1], title[2 * MPM_NAME_LEN];
+  MPMMaterialCreateFn create = NULL;
+  PetscBool           set = PETSC_FALSE, help;
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMMaterialRegisterAll());
+  PetscCall(PetscOptionsHasHelp(NULL, &help));
+  PetscCall(PetscNew(&m));
+  PetscCall(PetscStrncpy(m->name, name, sizeof(m->name)));
+  PetscCall(PetscStrncpy(m->type, "drucker_prager", sizeof(m->type)));
+  PetscCall(PetscSNPrintf(prefix, sizeof(prefix), "%s_", name));
+  PetscCall(PetscSNPrintf(title, sizeof(title), "Material '%s'", name));
+  m->dim            = dim;
+  m->density        = 1600.0;
+  m->E              = 1e6;
+  m->nu             = 0.3;
+  m->ops.wave_speed = MPMMaterialWaveSpeedElastic;
+  PetscOptionsBegin(comm, prefix, title, NULL);
+  PetscCall(PetscOptionsFList("-type", "Constitutive model (required)", NULL, MPMMaterialList, m->type, m->type, sizeof(m->type), &set));
+  PetscCall(PetscFunctionListFind(MPMMaterialList, m->type, &create));
+  if (!create || !(set || help)) {
+    char types[256];
+    PetscCall(MPMMaterialListTypes(types, sizeof(types)));
+    PetscCheck(set || help, comm, PETSC_ERR_USER_INPUT, "-%s_type is required for material '%s' listed in -materials; allowed: %s", name, name, types);
+    SETERRQ(comm, PETSC_ERR_USER_INPUT, "-%s_type %s is not a known material; allowed: %s", name, m->type, types);
+  }
+  PetscCall(MPMMaterialElasticOptions(m, PetscOptionsObject));
+  PetscCall((*create)(m, PetscOptionsObject));
+  PetscOptionsEnd();
+  *mat = m;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMMaterialDestroy(MPMMaterial *mat)
+{
+  PetscFunctionBeginUser;
+  if (!*mat) PetscFunctionReturn(PETSC_SUCCESS);
+  if ((*mat)->ops.destroy) PetscCall((*mat)->ops.destroy(*mat));
+  PetscCall(PetscFree((*mat)->ctx));
+  PetscCall(PetscFree(*mat));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The elastoplastic state the materials share: F_E (identity at rest), the
+ * plastic volume ratio Jp (1), the hardening state q and the case of the
+ * last return mapping, in checkpoints and (Jp, q, case) in frames. */
+static PetscErrorCode DeclareSharedFields(MPMParticles *p)
+{
+  const int d = (int)p->dim;
+  double    eye[9] = {0}, one = 1.0;
+  PetscInt  f;
+
+  PetscFunctionBeginUser;
+  for (int a = 0; a < d; a++) eye[a * (d + 1)] = 1.0;
+  PetscCall(MPMParticlesRegisterField(p, "Fe", MPM_FIELD_REAL, d * d, eye, MPM_FIELD_STATE, &f));
+  PetscCall(MPMParticlesRegisterField(p, "Jp", MPM_FIELD_REAL, 1, &one, MPM_FIELD_STATE, &f));
+  PetscCall(MPMParticlesSetOutput(p, f, "plastic_volume_ratio", MPM_FIELD_REAL, PETSC_FALSE));
+  PetscCall(MPMParticlesRegisterField(p, "q", MPM_FIELD_REAL, 1, NULL, MPM_FIELD_STATE, &f));
+  PetscCall(MPMParticlesSetOutput(p, f, "hardening", MPM_FIELD_REAL, PETSC_FALSE));
+  PetscCall(MPMParticlesRegisterField(p, "plastic_case", MPM_FIELD_UINT8, 1, NULL, MPM_FIELD_STATE, &f));
+  PetscCall(MPMParticlesSetOutput(p, f, "plastic_case", MPM_FIELD_INT32, PETSC_FALSE));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMMaterialsSetUp(MPMSim sim, MPMSpecies *sp)
+{
+  char    *names[MPM_MAX_NAMES];
+  PetscInt n;
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMOptionsGetNames(sim->comm, "Materials", "-materials", "Names of the materials; each reads -<name>_type and -<name>_*", names, &n));
+  PetscCheck(n > 0 || sim->help, sim->comm, PETSC_ERR_USER_INPUT, "-materials is required: a comma-separated list of material names, e.g. -materials sand");
+  sp->nmat = n;
+  PetscCall(PetscCalloc1(PetscMax(n, 1), &sp->mat));
+  PetscCall(PetscCalloc1(PetscMax(n, 1), &sp->matinfo));
+  for (PetscInt m = 0; m < n; m++) {
+    PetscCall(MPMMaterialSetUp(sim->comm, sim->dim, names[m], &sp->mat[m]));
+    PetscCall(PetscStrncpy(sp->matinfo[m].name, sp->mat[m]->name, sizeof(sp->matinfo[m].name)));
+    sp->matinfo[m].density = sp->mat[m]->density;
+  }
+  PetscCall(MPMOptionsFreeNames(names, n));
+  PetscCall(DeclareSharedFields(&sp->p));
+  for (PetscInt m = 0; m < n; m++)
+    if (sp->mat[m]->ops.declare_fields) PetscCall(sp->mat[m]->ops.declare_fields(sp->mat[m], &sp->p));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMMaterialsDestroy(MPMSpecies *sp)
+{
+  PetscFunctionBeginUser;
+  for (PetscInt m = 0; m < sp->nmat; m++) PetscCall(MPMMaterialDestroy(&sp->mat[m]));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The shared state of particles q0.. of the species; tau is the caller's
+ * stress field (f_tau < 0: none). */
+PetscErrorCode MPMMaterialsPoints(MPMSpecies *sp, PetscInt f_tau, PetscInt q0, MPMMaterialPoints *pts)
+{
+  MPMParticles  *p  = &sp->p;
+  const PetscInt d2 = p->dim * p->dim;
+  PetscInt       fe, jp, hq, pc;
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMParticlesFindField(p, "Fe", &fe));
+  PetscCall(MPMParticlesFindField(p, "Jp", &jp));
+  PetscCall(MPMParticlesFindField(p, "q", &hq));
+  PetscCall(MPMParticlesFindField(p, "plastic_case", &pc));
+  PetscCheck(fe >= 0 && jp >= 0 && hq >= 0 && pc >= 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Species %s has no material state", sp->name);
+  pts->Fe    = MPMFieldReal(p, fe) + q0 * d2;
+  pts->tau   = f_tau >= 0 ? MPMFieldReal(p, f_tau) + q0 * d2 : NULL;
+  pts->Jp    = MPMFieldReal(p, jp) + q0;
+  pts->q     = MPMFieldReal(p, hq) + q0;
+  pts->pcase = MPMFieldUInt8(p, pc) + q0;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Elastic energy on this rank: sum of V0 psi(F_E) (K20) [J]. */
+double MPMMaterialsElasticEnergy(const MPMSpecies *sp)
+{
+  const MPMParticles *p  = &sp->p;
+  const PetscInt      d2 = p->dim * p->dim;
+  const int32_t      *mat = MPMFieldInt32(p, p->f_mat);
+  const double       *V0  = MPMFieldReal(p, p->f_V0);
+  const double       *Fe  = NULL;
+  double              e   = 0;
+  for (PetscInt f = 0; f < p->nfield; f++)
+    if (!strcmp(p->field[f].name, "Fe")) Fe = MPMFieldReal(p, f);
+  if (!Fe) return 0;
+  for (PetscInt q = 0; q < p->n; q++) {
+    const MPMMaterial m = sp->mat[mat[q]];
+    e += V0[q] * m->ops.energy(m, Fe + q * d2);
+  }
+  return e;
+}

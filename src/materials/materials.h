@@ -1,0 +1,77 @@
+/* Private header of src/materials/: constitutive models behind one
+ * interface, registered by name (PetscFunctionList, like KSPRegister) and
+ * created per deck instance with the instance name as options prefix:
+ *   -materials sand,ball -sand_type drucker_prager -ball_type neo_hookean
+ *
+ * A model is one file that fills the ops table in its create function;
+ * adding one is that file plus one MPMMaterialRegister() line in
+ * MPMMaterialRegisterAll() (material.c). */
+#ifndef MPM_MATERIALS_H
+#define MPM_MATERIALS_H
+
+#include "core/core.h"
+
+/* The per-particle arrays of the elastoplastic state every material here
+ * shares, offset to the first particle of a run of consecutive particles
+ * of one material.  A model with more state registers its own fields in
+ * ops.declare_fields and keeps their indices in its context. */
+typedef struct {
+  double  *Fe;    /* elastic deformation gradient F_E (dim x dim) */
+  double  *tau;   /* out: Kirchhoff stress tau = J sigma (dim x dim) [Pa] */
+  double  *Jp;    /* plastic volume ratio det F_P */
+  double  *q;     /* hardening state */
+  uint8_t *pcase; /* outcome of the return mapping (MPMPlasticCase) */
+} MPMMaterialPoints;
+
+/* Capability flags: an integrator that needs one refuses a material without it. */
+#define MPM_MATERIAL_PLASTIC 1u /* projects F_E onto a yield surface in commit */
+#define MPM_MATERIAL_DSTRESS 2u /* ops.dstress: the stress differential for implicit solvers */
+
+typedef struct {
+  /* Register per-particle fields beyond the shared state (optional). */
+  PetscErrorCode (*declare_fields)(MPMMaterial m, MPMParticles *p);
+  /* End of a step for n particles: plasticity (project F_E, update Jp and
+   * q, record the case), then tau from the projected F_E. */
+  void (*commit)(const MPMMaterial m, int n, const MPMMaterialPoints *pts);
+  /* Kirchhoff stress of an elastic deformation gradient, no state change. */
+  void (*stress)(const MPMMaterial m, const double *Fe, double *tau);
+  /* Elastic energy density psi(F_E) per unit reference volume [J/m^3]. */
+  double (*energy)(const MPMMaterial m, const double *Fe);
+  /* dP = (dP/dF) : dF, P the first Piola-Kirchhoff stress (NULL: not available). */
+  void (*dstress)(const MPMMaterial m, const double *Fe, const double *dF, double *dP);
+  /* P-wave speed at a density: the explicit stability limit [m/s]. */
+  double (*wave_speed)(const MPMMaterial m, double density);
+  PetscErrorCode (*destroy)(MPMMaterial m);
+} MPMMaterialOps;
+
+struct _p_MPMMaterial {
+  char           name[MPM_NAME_LEN]; /* instance name = options prefix */
+  char           type[MPM_NAME_LEN];
+  PetscInt       dim;
+  double         density; /* [kg/m^3] */
+  double         E, nu, mu, lambda;
+  unsigned       flags;   /* MPM_MATERIAL_* */
+  void          *ctx;     /* model parameters */
+  MPMMaterialOps ops;
+};
+
+typedef PetscErrorCode (*MPMMaterialCreateFn)(MPMMaterial, PetscOptionItems *);
+PetscErrorCode MPMMaterialRegisterAll(void);
+PetscErrorCode MPMMaterialRegister(const char *type, MPMMaterialCreateFn create);
+PetscErrorCode MPMMaterialSetUp(MPI_Comm comm, PetscInt dim, const char *name, MPMMaterial *mat);
+PetscErrorCode MPMMaterialDestroy(MPMMaterial *mat);
+PetscErrorCode MPMMaterialElasticOptions(MPMMaterial m, PetscOptionItems *PetscOptionsObject);
+double         MPMMaterialWaveSpeedElastic(const MPMMaterial m, double density);
+PetscErrorCode MPMMaterialRequire(const MPMMaterial m, unsigned flags, const char *who);
+
+/* The species' materials from -materials, and the shared per-particle state. */
+PetscErrorCode MPMMaterialsSetUp(MPMSim sim, MPMSpecies *sp);
+PetscErrorCode MPMMaterialsDestroy(MPMSpecies *sp);
+PetscErrorCode MPMMaterialsPoints(MPMSpecies *sp, PetscInt f_tau, PetscInt q0, MPMMaterialPoints *pts);
+double         MPMMaterialsElasticEnergy(const MPMSpecies *sp);
+
+PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial, PetscOptionItems *);
+PetscErrorCode MPMMaterialCreate_NeoHookean(MPMMaterial, PetscOptionItems *);
+PetscErrorCode MPMMaterialCreate_Hencky(MPMMaterial, PetscOptionItems *);
+
+#endif
