@@ -54,11 +54,8 @@ static void NameBadValue(const char *mess, char *out, size_t len)
 
 static PetscErrorCode InputErrorHandler(MPI_Comm comm, int line, const char *func, const char *file, PetscErrorCode n, PetscErrorType p, const char *mess, void *ctx)
 {
-  PetscMPIInt rank;
-
   if (!IsInputError(n)) return PetscTraceBackErrorHandler(comm, line, func, file, n, p, mess, ctx);
-  MPI_Comm_rank(PETSC_COMM_WORLD, &rank);
-  if (p == PETSC_ERROR_INITIAL && rank == 0) {
+  if (p == PETSC_ERROR_INITIAL && PetscGlobalRank == 0) {
     char where[512];
     NameBadValue(mess, where, sizeof(where));
     fprintf(stderr, "granular-mpm: error: %s%s\n", mess, where);
