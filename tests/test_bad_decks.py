@@ -23,6 +23,7 @@ CASES = [
     (["-dim", "4"], "-dim must be 2 or 3"),
     (["-kernel", "quintic"], "-kernel"),
     (["-transfer", "pic"], "-transfer"),
+    (["-integrator", "leapfrog"], "-integrator leapfrog is not a known integrator; allowed: explicit"),
     (["-bc_xlo", "glue"], "-bc_xlo"),
     (["-bc_ylo_friction", "-0.1"], "-bc_ylo_friction must be >= 0"),
     (["-dx", "0.007"], "-dx 0.007 does not divide"),

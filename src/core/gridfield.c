@@ -67,6 +67,8 @@ static PetscErrorCode GridFieldRebuild(MPMSim sim, MPMGridField *gf)
 {
   Vec        nat_old = NULL, nat_new;
   VecScatter sc;
+  IS         rows;
+  PetscInt   lo, hi;
 
   PetscFunctionBeginUser;
   if (gf->persistent) {
@@ -78,7 +80,10 @@ static PetscErrorCode GridFieldRebuild(MPMSim sim, MPMGridField *gf)
   PetscCall(GridFieldBuild(sim, gf));
   if (gf->persistent) {
     PetscCall(DMDACreateNaturalVector(gf->da, &nat_new));
-    PetscCall(VecScatterCreate(nat_old, NULL, nat_new, NULL, &sc));
+    PetscCall(VecGetOwnershipRange(nat_new, &lo, &hi)); /* the rows this rank now owns, by natural index */
+    PetscCall(ISCreateStride(PETSC_COMM_SELF, hi - lo, lo, 1, &rows));
+    PetscCall(VecScatterCreate(nat_old, rows, nat_new, NULL, &sc));
+    PetscCall(ISDestroy(&rows));
     PetscCall(VecScatterBegin(sc, nat_old, nat_new, INSERT_VALUES, SCATTER_FORWARD));
     PetscCall(VecScatterEnd(sc, nat_old, nat_new, INSERT_VALUES, SCATTER_FORWARD));
     PetscCall(DMDANaturalToGlobalBegin(gf->da, nat_new, INSERT_VALUES, gf->global));

@@ -37,7 +37,8 @@ static PetscErrorCode MPMMaterialListTypes(char *buf, size_t len)
   PetscCall(PetscFunctionListGet(MPMMaterialList, &names, &n));
   buf[0] = 0;
   for (int i = 0; i < n; i++) {
-    PetscCall(PetscStrlcat(buf, i ? ", " : "", len));
+    if (!names[i] || !names[i][0]) continue;
+    PetscCall(PetscStrlcat(buf, buf[0] ? ", " : "", len));
     PetscCall(PetscStrlcat(buf, names[i], len));
   }
   PetscCall(PetscFree(names));

@@ -1,0 +1,86 @@
+/* Grid fields on the slab layout (src/core/gridfield.c): after the slabs
+ * move (load balancing), every grid field is rebuilt on the new layout and
+ * a persistent one keeps every node value, wherever the node now lives.
+ * Run at several rank counts (tests/CMakeLists.txt). */
+#include "core/core.h"
+
+/* The value stored at node (i, j, k), component c: unique per entry. */
+static double NodeValue(const MPMLayout *l, PetscInt i, PetscInt j, PetscInt k, PetscInt c) { return 1.0 + c + 10.0 * (i + l->N[0] * (j + l->N[1] * k)); }
+
+static PetscErrorCode Fill(MPMSim sim, MPMGridField *gf)
+{
+  const MPMLayout *l = &sim->layout;
+  PetscScalar     *a;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecGetArray(gf->global, &a));
+  for (PetscInt k = l->xs[2], n = 0; k < l->xs[2] + l->xm[2]; k++)
+    for (PetscInt j = l->xs[1]; j < l->xs[1] + l->xm[1]; j++)
+      for (PetscInt i = l->xs[0]; i < l->xs[0] + l->xm[0]; i++)
+        for (PetscInt c = 0; c < gf->dof; c++) a[n++] = NodeValue(l, i, j, k, c);
+  PetscCall(VecRestoreArray(gf->global, &a));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Wrong owned entries on this rank (and wrong ghosts after a gather). */
+static PetscErrorCode Check(MPMSim sim, MPMGridField *gf, double *bad)
+{
+  const MPMLayout   *l = &sim->layout;
+  const PetscScalar *a;
+  PetscInt           n = 0, size;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecGetLocalSize(gf->global, &size));
+  *bad += size != l->xm[0] * l->xm[1] * l->xm[2] * gf->dof;
+  PetscCall(VecGetArrayRead(gf->global, &a));
+  for (PetscInt k = l->xs[2]; k < l->xs[2] + l->xm[2]; k++)
+    for (PetscInt j = l->xs[1]; j < l->xs[1] + l->xm[1]; j++)
+      for (PetscInt i = l->xs[0]; i < l->xs[0] + l->xm[0]; i++)
+        for (PetscInt c = 0; c < gf->dof; c++) *bad += a[n++] != NodeValue(l, i, j, k, c);
+  PetscCall(VecRestoreArrayRead(gf->global, &a));
+  PetscCall(MPMGhostGather(gf));
+  PetscCall(VecGetArrayRead(gf->local, &a));
+  n = 0;
+  for (PetscInt k = gf->box.gs[2]; k < gf->box.gs[2] + gf->box.gn[2]; k++)
+    for (PetscInt j = gf->box.gs[1]; j < gf->box.gs[1] + gf->box.gn[1]; j++)
+      for (PetscInt i = gf->box.gs[0]; i < gf->box.gs[0] + gf->box.gn[0]; i++)
+        for (PetscInt c = 0; c < gf->dof; c++) *bad += a[n++] != NodeValue(l, i, j, k, c);
+  PetscCall(VecRestoreArrayRead(gf->local, &a));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+int main(int argc, char **argv)
+{
+  MPMSim        sim;
+  MPMGridField *keep, *scratch;
+  PetscInt     *start;
+  double        bad[2] = {0, 0};
+
+  PetscCall(PetscInitialize(&argc, &argv, NULL, NULL));
+  PetscCall(PetscOptionsSetValue(NULL, "-dim", "3"));
+  PetscCall(PetscOptionsSetValue(NULL, "-domain_hi", "1,0.5,0.25"));
+  PetscCall(PetscOptionsSetValue(NULL, "-dx", "0.125"));
+  PetscCall(MPMCreate(PETSC_COMM_WORLD, &sim));
+  PetscCall(MPMRunOptionsRead(sim));
+  PetscCall(MPMLayoutSetUp(sim));
+  PetscCall(MPMGridFieldCreate(sim, "unknowns", 3, PETSC_TRUE, &keep));
+  PetscCall(MPMGridFieldCreate(sim, "momentum", 4, PETSC_FALSE, &scratch));
+  PetscCall(Fill(sim, keep));
+  PetscCall(Check(sim, keep, &bad[0]));
+  /* new slabs: the first ranks thin (2 planes each), the last takes the rest */
+  PetscCall(PetscMalloc1(sim->size + 1, &start));
+  for (PetscMPIInt r = 0; r < sim->size; r++) start[r] = 2 * r;
+  start[sim->size] = sim->layout.N[sim->layout.slab_axis];
+  PetscCall(MPMLayoutSetSlabs(sim, start));
+  PetscCall(MPMGridFieldsRebuild(sim));
+  PetscCall(Check(sim, keep, &bad[1]));
+  PetscCall(VecZeroEntries(scratch->global));
+  PetscCall(MPMGhostScatterAdd(scratch)); /* the rebuilt transient field works on the new layout */
+  PetscCall(MPMGlobalSum(PETSC_COMM_WORLD, bad, 2));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%d ranks, slab axis %c: wrong entries before moving the slabs %g, after %g\n", sim->size, "xyz"[sim->layout.slab_axis], bad[0], bad[1]));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%d passed, %d failed\n", (bad[0] == 0) + (bad[1] == 0), (bad[0] != 0) + (bad[1] != 0)));
+  PetscCall(PetscFree(start));
+  PetscCall(MPMDestroy(&sim));
+  PetscCall(PetscFinalize());
+  return bad[0] != 0 || bad[1] != 0;
+}
