@@ -17,12 +17,15 @@
 
 #define MPM_MAX_STATS 8
 
-/* Per-step statistics (solver iterations, residuals): a column each in
- * history.csv, the run's totals in summary.json. */
+/* Per-step statistics (solver iterations, residuals): the last step's
+ * value in a history.csv column each, the run's total (or worst) in
+ * summary.json as "integrator_<name>".  Totals that must survive a restart
+ * go into the integrator's checkpoint state. */
 typedef struct {
   PetscInt n;
   char     name[MPM_MAX_STATS][32];
   double   value[MPM_MAX_STATS];
+  double   total[MPM_MAX_STATS];
 } MPMStepStats;
 
 #define MPM_MAX_INTEGRATOR_STATE 64

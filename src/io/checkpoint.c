@@ -280,6 +280,7 @@ PetscErrorCode MPMCheckpointWrite(MPMSim sim)
   PetscLogDouble t0, t1;
 
   PetscFunctionBeginUser;
+  PetscCheck(sim->nspecies == 1, sim->comm, PETSC_ERR_SUP, "Checkpoints of more than one particle species are not implemented yet");
   PetscCall(PetscLogEventBegin(MPM_EVENT_CHECKPOINT, 0, 0, 0, 0));
   PetscCall(PetscTime(&t0));
   PetscCall(PetscSNPrintf(dir, sizeof(dir), "%s/checkpoints", sim->outdir));

@@ -251,12 +251,25 @@ static double PeakRSSBytes(void)
   return 1024.0 * (double)ru.ru_maxrss; /* Linux reports kB */
 }
 
+/* The integrator's run totals as summary.json lines ("integrator_<name>"),
+ * none for an integrator without statistics. */
+static PetscErrorCode StatsTotals(MPMSim sim, char *buf, size_t len)
+{
+  MPMStepStats st;
+
+  PetscFunctionBeginUser;
+  buf[0] = 0;
+  PetscCall(MPMIntegratorStats(sim->integ, &st));
+  for (PetscInt i = 0; i < st.n; i++) PetscCall(PetscSNPrintf(buf + strlen(buf), len - strlen(buf), "  \"integrator_%s\": %.10g,\n", st.name[i], st.total[i]));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode MPMOutputSummary(MPMSim sim)
 {
   MPMDiagnostics d;
   double         rss[2] = {PeakRSSBytes(), 0}, rss_sum, wall;
-  char          *text, *counts, *nodes, path[PETSC_MAX_PATH_LEN];
-  const size_t   clen = 24 * (size_t)sim->size + 16, tlen = 8192 + 2 * clen;
+  char          *text, *counts, *nodes, path[PETSC_MAX_PATH_LEN], stats[2048];
+  const size_t   clen = 24 * (size_t)sim->size + 16, tlen = 8192 + sizeof(stats) + 2 * clen;
   int64_t        owned = 1;
   PetscLogDouble now;
 
@@ -271,6 +284,7 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
   for (PetscInt a = 0; a < sim->dim; a++) owned *= sim->layout.xm[a];
   PetscCall(PerRankCounts(sim, MPMLocalParticles(sim), counts, clen));
   PetscCall(PerRankCounts(sim, owned, nodes, clen));
+  PetscCall(StatsTotals(sim, stats, sizeof(stats)));
   const double psteps = sim->particle_steps, rate = sim->wall_steps > 0 ? psteps / sim->wall_steps : 0;
   PetscCall(PetscSNPrintf(text, tlen,
                           "{\n  \"version\": \"%s\",\n  \"ranks\": %d,\n  \"dim\": %" PetscInt_FMT ",\n  \"particles\": %lld,\n  \"particles_deleted\": %lld,\n"
@@ -279,11 +293,11 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
                           "  \"wall_seconds\": %.6g,\n  \"wall_seconds_stepping\": %.6g,\n  \"particle_steps\": %.6g,\n  \"particle_steps_per_second\": %.6g,\n"
                           "  \"particle_steps_per_second_per_rank\": %.6g,\n  \"state_bytes_per_particle\": %zu,\n  \"peak_rss_bytes_max_rank\": %.6g,\n"
                           "  \"peak_rss_bytes_total\": %.6g,\n  \"output_frames\": %" PetscInt_FMT ",\n  \"particles_per_rank\": [%s],\n"
-                          "  \"nodes_per_rank\": [%s],\n  \"balance_node_cost\": %.6g,\n  \"rebalances\": %" PetscInt_FMT ",\n  \"checkpoints_written\": %" PetscInt_FMT ",\n  \"checkpoint_seconds\": %.6g,\n  \"status\": \"%s\"\n}\n",
+                          "  \"nodes_per_rank\": [%s],\n  \"balance_node_cost\": %.6g,\n  \"rebalances\": %" PetscInt_FMT ",\n  \"checkpoints_written\": %" PetscInt_FMT ",\n  \"checkpoint_seconds\": %.6g,\n%s  \"status\": \"%s\"\n}\n",
                           MPMVersion(), sim->size, sim->dim, (long long)d.n, (long long)sim->n_deleted, (long long)sim->n_emitted, sim->step, sim->t,
                           sim->step ? sim->dt_lo : 0.0, sim->step ? sim->dt_hi : 0.0, d.mass, d.mom[0], d.mom[1], d.mom[2], d.ke, d.ee, wall, sim->wall_steps, psteps,
                           rate, rate / sim->size, sim->species[0]->p.bytes, rss[0], rss_sum, sim->frame, counts, nodes, sim->balance_node_cost, sim->rebalances, sim->ckpt_count, sim->ckpt_seconds,
-                          sim->exit_code == MPM_EXIT_CHECKPOINTED ? "checkpointed" : "finished"));
+                          stats, sim->exit_code == MPM_EXIT_CHECKPOINTED ? "checkpointed" : "finished"));
   PetscCall(PetscSNPrintf(path, sizeof(path), "%s/summary.json", sim->outdir));
   PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? MPMWriteFileAtomic(path, text) : PETSC_SUCCESS, "writing summary.json"));
   PetscCall(PetscFree3(text, counts, nodes));
