@@ -1,8 +1,10 @@
 /* Grid fields on the slab layout (src/core/gridfield.c): after the slabs
  * move (load balancing), every grid field is rebuilt on the new layout and
- * a persistent one keeps every node value, wherever the node now lives.
- * Run at several rank counts (tests/CMakeLists.txt). */
-#include "core/core.h"
+ * a persistent one keeps every node value, wherever the node now lives;
+ * written to a checkpoint file and read back on yet another layout, it is
+ * the same again (src/io/checkpoint.c).  Run at several rank counts
+ * (tests/CMakeLists.txt). */
+#include "io/io.h"
 
 /* The value stored at node (i, j, k), component c: unique per entry. */
 static double NodeValue(const MPMLayout *l, PetscInt i, PetscInt j, PetscInt k, PetscInt c) { return 1.0 + c + 10.0 * (i + l->N[0] * (j + l->N[1] * k)); }
@@ -54,7 +56,10 @@ int main(int argc, char **argv)
   MPMSim        sim;
   MPMGridField *keep, *scratch;
   PetscInt     *start;
-  double        bad[2] = {0, 0};
+  double        bad[3] = {0, 0, 0};
+  MPMH5File     F;
+  PetscBool     ok;
+  char          path[64];
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, NULL));
   PetscCall(PetscOptionsSetValue(NULL, "-dim", "3"));
@@ -76,11 +81,26 @@ int main(int argc, char **argv)
   PetscCall(Check(sim, keep, &bad[1]));
   PetscCall(VecZeroEntries(scratch->global));
   PetscCall(MPMGhostScatterAdd(scratch)); /* the rebuilt transient field works on the new layout */
-  PetscCall(MPMGlobalSum(PETSC_COMM_WORLD, bad, 2));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%d ranks, slab axis %c: wrong entries before moving the slabs %g, after %g\n", sim->size, "xyz"[sim->layout.slab_axis], bad[0], bad[1]));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%d passed, %d failed\n", (bad[0] == 0) + (bad[1] == 0), (bad[0] != 0) + (bad[1] != 0)));
+  /* checkpoint, forget, move the slabs the other way (the last ranks thin), read back */
+  PetscCall(PetscSNPrintf(path, sizeof(path), "test_gridfield_%d.h5", sim->size));
+  PetscCall(MPMH5Create(PETSC_COMM_WORLD, path, &F));
+  PetscCall(MPMCheckpointGridFieldsWrite(sim, &F));
+  PetscCall(MPMH5Close(&F));
+  PetscCall(VecZeroEntries(keep->global));
+  for (PetscMPIInt r = 1; r < sim->size; r++) start[r] = start[sim->size] - 2 * (sim->size - r);
+  PetscCall(MPMLayoutSetSlabs(sim, start));
+  PetscCall(MPMGridFieldsRebuild(sim));
+  PetscCall(MPMH5Open(PETSC_COMM_WORLD, path, &F, &ok));
+  PetscCheck(ok, PETSC_COMM_WORLD, PETSC_ERR_FILE_OPEN, "Cannot read back %s", path);
+  PetscCall(MPMCheckpointGridFieldsRead(sim, &F, path));
+  PetscCall(MPMH5Close(&F));
+  PetscCall(Check(sim, keep, &bad[2]));
+  PetscCall(MPMGlobalSum(PETSC_COMM_WORLD, bad, 3));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%d ranks, slab axis %c: wrong entries before moving the slabs %g, after %g, after a checkpoint read on other slabs %g\n", sim->size,
+                        "xyz"[sim->layout.slab_axis], bad[0], bad[1], bad[2]));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%d passed, %d failed\n", (bad[0] == 0) + (bad[1] == 0) + (bad[2] == 0), (bad[0] != 0) + (bad[1] != 0) + (bad[2] != 0)));
   PetscCall(PetscFree(start));
   PetscCall(MPMDestroy(&sim));
   PetscCall(PetscFinalize());
-  return bad[0] != 0 || bad[1] != 0;
+  return bad[0] != 0 || bad[1] != 0 || bad[2] != 0;
 }

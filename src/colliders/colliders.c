@@ -78,6 +78,7 @@ PetscErrorCode MPMCollidersCreate(MPMSim sim)
   c->nobj        = c->nwalls + n;
   PetscCall(PetscCalloc1(c->nobj, &c->obj));
   PetscCall(PetscCalloc1(6 * c->nobj, &c->impulse));
+  PetscCall(PetscCalloc1(6 * c->nobj, &c->last));
   PetscCall(WallsSetUp(sim, c));
   for (PetscInt i = 0; i < n; i++) PetscCall(ObjectSetUp(sim, &c->obj[c->nwalls + i], names[i]));
   PetscCall(MPMOptionsFreeNames(names, n));
@@ -90,6 +91,7 @@ PetscErrorCode MPMCollidersDestroy(MPMColliders *c)
   if (!*c) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(PetscFree((*c)->obj));
   PetscCall(PetscFree((*c)->impulse));
+  PetscCall(PetscFree((*c)->last));
   PetscCall(PetscFree(*c));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -133,15 +135,21 @@ PetscBool MPMColliderReported(const MPMCollider *o) { return o->mode != MPM_BC_N
 
 /* Collective.  ft[6 o ..]: the mean force and torque on object o over the
  * time since the last report (impulse / elapsed time, summed over ranks);
- * starts a new accumulation. */
+ * starts a new accumulation.  A second report at the same time (a history
+ * row and the final frame at one step) repeats the first. */
 PetscErrorCode MPMCollidersReport(MPMColliders c, MPI_Comm comm, double *ft)
 {
   PetscFunctionBeginUser;
+  if (c->elapsed == 0) { /* the same on every rank: no reduction on any */
+    for (PetscInt i = 0; i < 6 * c->nobj; i++) ft[i] = c->last[i];
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   for (PetscInt i = 0; i < 6 * c->nobj; i++) ft[i] = c->impulse[i];
   PetscCall(MPMGlobalSum(comm, ft, 6 * c->nobj));
   for (PetscInt i = 0; i < 6 * c->nobj; i++) {
-    ft[i]         = c->elapsed > 0 ? ft[i] / c->elapsed : 0.0;
+    ft[i]         = ft[i] / c->elapsed;
     c->impulse[i] = 0;
+    c->last[i]    = ft[i];
   }
   c->elapsed = 0;
   PetscFunctionReturn(PETSC_SUCCESS);

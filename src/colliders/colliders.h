@@ -24,6 +24,7 @@ struct _p_MPMColliders {
    * [N m s] (3), and the time they span [s]. */
   double      *impulse;
   double       elapsed;
+  double      *last; /* the last report (repeated for a second row at the same step) */
 };
 
 PetscErrorCode MPMCollidersCreate(MPMSim sim);

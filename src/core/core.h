@@ -173,6 +173,7 @@ typedef struct {
   MPMMaterial    *mat;     /* materials/ */
   MPMMaterialInfo *matinfo;
   MPMGridField   *grid;
+  PetscInt        f_affine; /* the method's affine velocity field (APIC C), -1: none */
   MPMDerivedField derived[MPM_MAX_DERIVED];
   PetscInt        nderived;
 } MPMSpecies;

@@ -118,6 +118,8 @@ PetscErrorCode MPMParticlesSetOutput(MPMParticles *p, PetscInt idx, const char *
   MPMField *f = &p->field[idx];
 
   PetscFunctionBeginUser;
+  PetscCheck(type == MPM_FIELD_REAL || type == MPM_FIELD_INT64 || type == MPM_FIELD_INT32, PETSC_COMM_SELF, PETSC_ERR_SUP, "Output of %s: frames take real, int64 or int32 arrays",
+             f->name);
   PetscCall(PetscStrncpy(f->output, output, sizeof(f->output)));
   f->output_type = type;
   f->pad3        = pad3;

@@ -149,11 +149,10 @@ static PetscErrorCode SeedRegion(MPMSim sim, PetscInt r)
   const double     s = sim->layout.h / R->ppc, vol = pow(s, (double)d);
   PetscInt         ilo[3], ihi[3], nfull[4], start;
   MPMParticles    *p = &sim->species[R->species]->p;
-  PetscInt         f_C;
+  const PetscInt   f_C = sim->species[R->species]->f_affine;
 
   PetscFunctionBeginUser;
   RegionLattice(sim, R, s, ilo, ihi, nfull);
-  PetscCall(MPMParticlesFindField(p, "C", &f_C)); /* an affine initial velocity sets the APIC C when the method has one */
   PetscCheck((double)nfull[0] * nfull[1] * nfull[2] < (double)(1LL << ID_SHIFT), sim->comm, PETSC_ERR_SUP, "Region '%s' has too many lattice points for 48-bit ids", R->name);
   for (PetscInt k = ilo[2]; k < ihi[2]; k++)
     for (PetscInt j = ilo[1]; j < ihi[1]; j++)

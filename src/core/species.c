@@ -11,6 +11,7 @@ PetscErrorCode MPMSpeciesCreate(MPMSim sim, const char *name, MPMSpecies **out)
   PetscCall(PetscNew(&sp));
   PetscCall(PetscStrncpy(sp->name, name, sizeof(sp->name)));
   PetscCall(MPMParticlesCreate(sim->dim, &sp->p));
+  sp->f_affine = -1;
   PetscCall(PetscRealloc(sizeof(MPMSpecies *) * (sim->nspecies + 1), &sim->species));
   sim->species[sim->nspecies++] = sp;
   *out                          = sp;

@@ -67,14 +67,15 @@ PetscErrorCode MPMSetFromOptions(MPMSim sim)
   PetscCall(MPMIntegratorCreate(sim));
   PetscCall(SpeciesSetUp(sim));
   PetscCall(MPMRunOptionsCheck(sim));
+  if (sim->integ->ops.check) PetscCall(sim->integ->ops.check(sim->integ, sim));
   PetscCall(MPMLayoutSetUp(sim));
   PetscCall(MPMCollidersCreate(sim));
   PetscCall(MPMRegionsSetUp(sim));
   PetscCall(MPMEmittersSetUp(sim));
-  PetscCall(sim->integ->ops.setup(sim->integ, sim));
   PetscCall(MPMCatalystSetUp(sim));
   PetscCall(MPMCheckpointSetUp(sim));
   PetscCall(MPMBalanceSetUp(sim));
+  PetscCall(sim->integ->ops.setup(sim->integ, sim));
   PetscCall(CheckUniqueNames(sim));
   if (!sim->help) PetscCall(MPMRunCheckUnusedOptions(sim));
   PetscCall(PetscOptionsGetAll(NULL, &sim->options_string));

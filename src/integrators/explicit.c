@@ -42,6 +42,14 @@ static PetscErrorCode ExplicitOptions(MPMIntegrator integ, MPMSim sim)
   PetscCall(PetscOptionsReal("-cfl_elastic", "Elastic limit: dt <= cfl_elastic dx / c_p [-]", NULL, ex->cfl_elastic, &ex->cfl_elastic, NULL));
   PetscOptionsEnd();
   ex->transfer = (MPMTransfer)transfer;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode ExplicitCheck(MPMIntegrator integ, MPMSim sim)
+{
+  Explicit *ex = (Explicit *)integ->data;
+
+  PetscFunctionBeginUser;
   PetscCheck(ex->cfl_elastic > 0 && ex->cfl_elastic <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-cfl_elastic must be in (0, 1], got %g", ex->cfl_elastic);
   PetscCheck(ex->flip >= 0 && ex->flip <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-flip_blend must be in [0, 1], got %g", ex->flip);
   if (ex->transfer == MPM_TRANSFER_APIC) ex->flip = -1; /* the transfers take flip < 0 as APIC */
@@ -132,6 +140,7 @@ static PetscErrorCode SpeciesSetUp(Explicit *ex, MPMSim sim, PetscInt s)
 
   PetscFunctionBeginUser;
   PetscCall(MPMParticlesRegisterField(&sp->p, "C", MPM_FIELD_REAL, d * d, NULL, MPM_FIELD_STATE, &f->f_C));
+  sp->f_affine = f->f_C; /* an initial velocity gradient is APIC's C (Klar et al. s. 5.7) */
   PetscCall(MPMParticlesRegisterField(&sp->p, "tau", MPM_FIELD_REAL, d * d, NULL, MPM_FIELD_STATE, &f->f_tau));
   PetscCall(MPMParticlesFindField(&sp->p, "Fe", &f->f_Fe));
   PetscCall(MPMParticlesFindField(&sp->p, "Jp", &f->f_Jp));
@@ -307,6 +316,7 @@ PetscErrorCode MPMIntegratorCreate_Explicit(MPMIntegrator integ)
 {
   PetscFunctionBeginUser;
   integ->ops.options   = ExplicitOptions;
+  integ->ops.check     = ExplicitCheck;
   integ->ops.setup     = ExplicitSetUp;
   integ->ops.stable_dt = ExplicitStableDt;
   integ->ops.step      = ExplicitStep;

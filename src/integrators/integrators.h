@@ -33,6 +33,8 @@ typedef struct {
 typedef struct {
   /* Read the integrator's options (prefix integ->prefix). Before the species exist. */
   PetscErrorCode (*options)(MPMIntegrator integ, MPMSim sim);
+  /* Check them, after the run's own options are checked (optional). */
+  PetscErrorCode (*check)(MPMIntegrator integ, MPMSim sim);
   /* After materials, colliders, regions and emitters: declare particle and
    * grid fields, create solvers, refuse what it cannot do. */
   PetscErrorCode (*setup)(MPMIntegrator integ, MPMSim sim);
@@ -42,7 +44,8 @@ typedef struct {
   PetscErrorCode (*step)(MPMIntegrator integ, MPMSim sim, double dt, double *vmax);
   /* Statistics of the last step (optional). */
   PetscErrorCode (*stats)(MPMIntegrator integ, MPMStepStats *s);
-  /* Scalars to checkpoint (warm starts, counters) and to restore (optional). */
+  /* Scalars to checkpoint (warm starts, counters) and to restore (optional):
+   * the same values on every rank (they are written collectively once). */
   PetscErrorCode (*get_state)(MPMIntegrator integ, PetscInt *n, double *state);
   PetscErrorCode (*set_state)(MPMIntegrator integ, PetscInt n, const double *state);
   /* One line for the start-up banner ("APIC"). */

@@ -208,7 +208,78 @@ static PetscErrorCode WriteMethodState(MPMSim sim, MPMH5File *F)
   if (sim->integ->ops.get_state) PetscCall(sim->integ->ops.get_state(sim->integ, &n, state));
   if (n > 0) PetscCall(MPMH5WriteAttr(F->file, "integrator_state", H5T_NATIVE_DOUBLE, (int)n, state));
   PetscCall(MPMH5WriteAttr(F->file, "collider_elapsed", H5T_NATIVE_DOUBLE, 1, &c->elapsed));
+  PetscCall(MPMH5WriteAttr(F->file, "collider_last_report", H5T_NATIVE_DOUBLE, nc, c->last));
   PetscCall(MPMH5WriteArray(&R, "collider_impulse", H5T_NATIVE_DOUBLE, nc, c->impulse));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The owned rows of grid field gf in natural (rank-independent) node
+ * order: a vector to fill or read, its first row and its row count. */
+static PetscErrorCode NaturalRows(MPMGridField *gf, Vec *nat, MPMH5File *R)
+{
+  PetscInt lo, hi, N;
+
+  PetscFunctionBeginUser;
+  PetscCall(DMDACreateNaturalVector(gf->da, nat));
+  PetscCall(VecGetOwnershipRange(*nat, &lo, &hi));
+  PetscCall(VecGetSize(*nat, &N));
+  R->offset = lo / gf->dof;
+  R->n      = (hi - lo) / gf->dof;
+  R->total  = N / gf->dof;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Persistent grid fields (warm starts) as grid/<name>, one row per node in
+ * natural order, so any rank count can read them back. */
+PetscErrorCode MPMCheckpointGridFieldsWrite(MPMSim sim, MPMH5File *F)
+{
+  char      name[2 * MPM_NAME_LEN];
+  PetscBool any = PETSC_FALSE;
+
+  PetscFunctionBeginUser;
+  for (PetscInt i = 0; i < sim->ngf; i++) any = any || sim->gf[i]->persistent;
+  if (!any) PetscFunctionReturn(PETSC_SUCCESS);
+  hid_t grp;
+  H5CALL(grp = H5Gcreate2(F->file, "grid", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  H5CALL(H5Gclose(grp));
+  for (PetscInt i = 0; i < sim->ngf; i++) {
+    MPMGridField      *gf = sim->gf[i];
+    MPMH5File          R  = *F;
+    Vec                nat;
+    const PetscScalar *a;
+    if (!gf->persistent) continue;
+    PetscCall(NaturalRows(gf, &nat, &R));
+    PetscCall(DMDAGlobalToNaturalBegin(gf->da, gf->global, INSERT_VALUES, nat));
+    PetscCall(DMDAGlobalToNaturalEnd(gf->da, gf->global, INSERT_VALUES, nat));
+    PetscCall(PetscSNPrintf(name, sizeof(name), "grid/%s", gf->name));
+    PetscCall(VecGetArrayRead(nat, &a));
+    PetscCall(MPMH5WriteArray(&R, name, H5T_NATIVE_DOUBLE, (int)gf->dof, a));
+    PetscCall(VecRestoreArrayRead(nat, &a));
+    PetscCall(VecDestroy(&nat));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMCheckpointGridFieldsRead(MPMSim sim, MPMH5File *F, const char *what)
+{
+  char name[2 * MPM_NAME_LEN];
+
+  PetscFunctionBeginUser;
+  for (PetscInt i = 0; i < sim->ngf; i++) {
+    MPMGridField *gf = sim->gf[i];
+    MPMH5File     R  = *F;
+    Vec           nat;
+    PetscScalar  *a;
+    if (!gf->persistent) continue;
+    PetscCall(NaturalRows(gf, &nat, &R));
+    PetscCall(PetscSNPrintf(name, sizeof(name), "grid/%s", gf->name));
+    PetscCall(VecGetArray(nat, &a));
+    PetscCall(MPMH5ReadArray(&R, name, H5T_NATIVE_DOUBLE, (int)gf->dof, a, what));
+    PetscCall(VecRestoreArray(nat, &a));
+    PetscCall(DMDANaturalToGlobalBegin(gf->da, nat, INSERT_VALUES, gf->global));
+    PetscCall(DMDANaturalToGlobalEnd(gf->da, nat, INSERT_VALUES, gf->global));
+    PetscCall(VecDestroy(&nat));
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -293,6 +364,7 @@ PetscErrorCode MPMCheckpointWrite(MPMSim sim)
   PetscCall(WriteParticles(sim, &F));
   PetscCall(WriteState(sim, F.file));
   PetscCall(WriteMethodState(sim, &F));
+  PetscCall(MPMCheckpointGridFieldsWrite(sim, &F));
   PetscCall(MPMH5Close(&F));
   PetscCall(MPMBarrier(sim->comm));
   PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? FinishRank0(sim, tmp, path, dir) : PETSC_SUCCESS, "naming or pruning checkpoints"));
@@ -443,6 +515,7 @@ static PetscErrorCode ReadMethodState(MPMSim sim, MPMH5File *F, int64_t ranks, c
     for (int64_t r = 0; r < R.n; r++) c->impulse[i] += rows[r * nc + i];
   }
   PetscCall(MPMH5ReadAttr(F->file, "collider_elapsed", H5T_NATIVE_DOUBLE, 1, &c->elapsed, what));
+  PetscCall(MPMH5ReadAttr(F->file, "collider_last_report", H5T_NATIVE_DOUBLE, nc, c->last, what));
   PetscCall(PetscFree(rows));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -472,7 +545,7 @@ static PetscErrorCode ReadParticles(MPMSim sim, MPMH5File *F, int64_t ranks, con
     F->offset = sim->n_global * sim->rank / sim->size;
     F->n      = sim->n_global * (sim->rank + 1) / sim->size - F->offset;
   }
-  PetscCall(MPMParticlesAppend(p, (PetscInt)F->n, &start)); /* fields the file lacks keep their defaults */
+  PetscCall(MPMParticlesAppend(p, (PetscInt)F->n, &start)); /* every checkpointed field must be in the file */
   for (PetscInt f = 0; f < p->nfield; f++) {
     const MPMField *fd = &p->field[f];
     if (!(fd->flags & MPM_FIELD_CHECKPOINT)) continue;
@@ -547,6 +620,7 @@ PetscErrorCode MPMCheckpointRestart(MPMSim sim, PetscBool *restarted)
   PetscCall(ReadParticles(sim, &F, ranks, what));
   PetscCall(ReadFrameList(sim, &F, what));
   PetscCall(ReadMethodState(sim, &F, ranks, what));
+  PetscCall(MPMCheckpointGridFieldsRead(sim, &F, what)); /* after the slabs are restored */
   PetscCall(MPMH5Close(&F));
   if (ranks != sim->size) { /* to the owners, then into cache order */
     PetscCall(MPMMigrate(sim, &red));

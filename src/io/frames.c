@@ -49,7 +49,7 @@ static void ConvertField(const MPMParticles *p, const MPMField *fd, int ncomp, v
         }
       if (fd->output_type == MPM_FIELD_REAL) ((double *)out)[q * ncomp + c] = v;
       else if (fd->output_type == MPM_FIELD_INT32) ((int32_t *)out)[q * ncomp + c] = (int32_t)v;
-      else ((int64_t *)out)[q * ncomp + c] = fd->type == MPM_FIELD_INT64 && c < d ? ((const int64_t *)fd->data)[i] : (int64_t)v; /* ids stay exact */
+      else ((int64_t *)out)[q * ncomp + c] = fd->type == MPM_FIELD_INT64 && c < d ? ((const int64_t *)fd->data)[i] : (int64_t)v; /* ids stay exact; SetOutput allows no other type */
     }
 }
 
@@ -62,6 +62,7 @@ PetscErrorCode MPMOutputArraysGet(MPMSpecies *sp, PetscInt *n, MPMOutputArray **
 
   PetscFunctionBeginUser;
   *n = OutputList(sp, list);
+  PetscCheck(*n < MPM_MAX_OUTPUT, PETSC_COMM_SELF, PETSC_ERR_SUP, "More than %d output arrays", MPM_MAX_OUTPUT - 1);
   PetscCall(PetscMalloc1(*n, arrays));
   for (PetscInt f = 0; f < p->nfield; f++) {
     const MPMField *fd = &p->field[f];

@@ -1,4 +1,4 @@
-/* Parallel HDF5 helpers (see h5io.h).  Problems with a file someone gave us
+/* Parallel HDF5 helpers (declared in io.h).  Problems with a file someone gave us
  * (missing or misshapen datasets) are input errors.  Every call here is collective over
  * the file's communicator except the attribute reads. */
 #include "io.h"

@@ -89,4 +89,8 @@ PetscErrorCode MPMH5WriteString(hid_t file, const char *name, const char *value)
 PetscErrorCode MPMH5ReadString(hid_t file, const char *name, char **value, const char *what);
 PetscBool      MPMH5Exists(hid_t file, const char *name);
 
+/* Persistent grid fields, in natural node order (checkpoint.c). */
+PetscErrorCode MPMCheckpointGridFieldsWrite(MPMSim sim, MPMH5File *F);
+PetscErrorCode MPMCheckpointGridFieldsRead(MPMSim sim, MPMH5File *F, const char *what);
+
 #endif

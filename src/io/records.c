@@ -130,53 +130,73 @@ static void RemoveTemporaries(const char *dir)
   closedir(d);
 }
 
-/* On restart, history.csv keeps its rows up to the checkpoint's step (a
- * killed run may have written rows past it, or half a row). */
-static PetscErrorCode TruncateHistoryRank0(MPMSim sim, const char *path)
+/* The header of history.csv: the invariants, then the integrator's
+ * statistics, then the mean force and torque on every collider since the
+ * previous row (2D: fx, fy, tz; 3D: fx, fy, fz, tx, ty, tz) [N], [N m]
+ * (per unit depth in 2D).  Allocated; no newline. */
+static PetscErrorCode HistoryHeader(MPMSim sim, char **header)
 {
-  FILE  *in = fopen(path, "r");
-  char   line[4096], tmp[PETSC_MAX_PATH_LEN];
-  FILE  *out;
-  double t;
-  long   step;
+  MPMStepStats       st;
+  const MPMColliders c    = sim->colliders;
+  const size_t       len  = 512 + 40 * MPM_MAX_STATS + 6 * (size_t)c->nobj * (MPM_NAME_LEN + 8);
+  static const char *f3[] = {"fx", "fy", "fz", "tx", "ty", "tz"}, *f2[] = {"fx", "fy", "tz"};
+  char              *h;
 
   PetscFunctionBeginUser;
-  if (!in) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(PetscSNPrintf(tmp, sizeof(tmp), "%s.tmp", path));
-  out = fopen(tmp, "w");
-  PetscCheck(out, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot write %s: %s", tmp, strerror(errno));
-  if (fgets(line, sizeof(line), in)) fputs(line, out); /* the header */
-  while (fgets(line, sizeof(line), in))
-    if (strchr(line, '\n') && sscanf(line, "%lf,%ld,", &t, &step) == 2 && step <= sim->step) fputs(line, out);
-  fclose(in);
-  PetscCheck(fclose(out) == 0 && rename(tmp, path) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot rewrite %s", path);
+  PetscCall(PetscMalloc1(len, &h));
+  PetscCall(PetscStrncpy(h, "t,step,particles,mass,momentum_x,momentum_y,momentum_z,kinetic_energy,elastic_energy,dt,vmax,imbalance", len));
+  PetscCall(MPMIntegratorStats(sim->integ, &st));
+  for (PetscInt i = 0; i < st.n; i++) PetscCall(PetscSNPrintf(h + strlen(h), len - strlen(h), ",%s", st.name[i]));
+  for (PetscInt o = 0; o < c->nobj; o++) {
+    if (!MPMColliderReported(&c->obj[o])) continue;
+    for (int k = 0; k < (sim->dim == 3 ? 6 : 3); k++) PetscCall(PetscSNPrintf(h + strlen(h), len - strlen(h), ",%s_%s", c->obj[o].name, sim->dim == 3 ? f3[k] : f2[k]));
+  }
+  *header = h;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Columns: the invariants, then the integrator's statistics, then the mean
- * force and torque on every collider since the previous row (2D: fx, fy,
- * tz; 3D: fx, fy, fz, tx, ty, tz) [N], [N m] (per unit depth in 2D). */
-static PetscErrorCode HistoryHeader(MPMSim sim)
+/* On restart, history.csv keeps its rows up to the checkpoint's step (a
+ * killed run may have written rows past it, or half a row).  If its columns
+ * are not this run's (a run from an older version, or -objects / -bc_*
+ * changed), those rows are kept in history_until_<step>.csv and
+ * history.csv starts anew (*fresh); also when there is none. */
+static PetscErrorCode TruncateHistoryRank0(MPMSim sim, const char *path, const char *header, PetscBool *fresh)
 {
-  MPMStepStats       st;
-  const MPMColliders c   = sim->colliders;
-  static const char *f3[] = {"fx", "fy", "fz", "tx", "ty", "tz"}, *f2[] = {"fx", "fy", "tz"};
+  FILE   *in = fopen(path, "r"), *out;
+  char   *line = NULL, tmp[PETSC_MAX_PATH_LEN + 8], keep[PETSC_MAX_PATH_LEN];
+  size_t  cap  = 0;
+  ssize_t len;
+  double  t;
+  long    step;
 
   PetscFunctionBeginUser;
-  fprintf(sim->history, "t,step,particles,mass,momentum_x,momentum_y,momentum_z,kinetic_energy,elastic_energy,dt,vmax,imbalance");
-  PetscCall(MPMIntegratorStats(sim->integ, &st));
-  for (PetscInt i = 0; i < st.n; i++) fprintf(sim->history, ",%s", st.name[i]);
-  for (PetscInt o = 0; o < c->nobj; o++) {
-    if (!MPMColliderReported(&c->obj[o])) continue;
-    for (int k = 0; k < (sim->dim == 3 ? 6 : 3); k++) fprintf(sim->history, ",%s_%s", c->obj[o].name, sim->dim == 3 ? f3[k] : f2[k]);
+  *fresh = PETSC_TRUE;
+  if (!in) PetscFunctionReturn(PETSC_SUCCESS);
+  len = getline(&line, &cap, in);
+  if (len > 0 && line[len - 1] == '\n') line[--len] = 0;
+  *fresh = len <= 0 || strcmp(line, header) ? PETSC_TRUE : PETSC_FALSE;
+  if (*fresh && len > 0) PetscCall(PetscSNPrintf(keep, sizeof(keep), "%s/history_until_%08" PetscInt_FMT ".csv", sim->outdir, sim->step));
+  else PetscCall(PetscStrncpy(keep, path, sizeof(keep)));
+  PetscCall(PetscSNPrintf(tmp, sizeof(tmp), "%s.tmp", keep));
+  out = fopen(tmp, "w");
+  PetscCheck(out, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot write %s: %s", tmp, strerror(errno));
+  if (len > 0) fprintf(out, "%s\n", line); /* the header */
+  while ((len = getline(&line, &cap, in)) > 0)
+    if (line[len - 1] == '\n' && sscanf(line, "%lf,%ld,", &t, &step) == 2 && step <= sim->step) fputs(line, out);
+  fclose(in);
+  free(line);
+  PetscCheck(fclose(out) == 0 && rename(tmp, keep) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot rewrite %s", keep);
+  if (strcmp(keep, path)) {
+    PetscCheck(unlink(path) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot replace %s: %s", path, strerror(errno));
+    PetscCall(PetscPrintf(PETSC_COMM_SELF, "history.csv had other columns than this run's: its rows up to step %" PetscInt_FMT " are in %s; history.csv starts anew\n", sim->step, keep));
   }
-  fprintf(sim->history, "\n");
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 static PetscErrorCode OutputSetUpRank0(MPMSim sim, PetscBool restarted)
 {
-  char path[PETSC_MAX_PATH_LEN];
+  char      path[PETSC_MAX_PATH_LEN], *header;
+  PetscBool fresh = PETSC_TRUE;
 
   PetscFunctionBeginUser;
   PetscCall(PetscSNPrintf(path, sizeof(path), "%s/frames", sim->outdir));
@@ -186,10 +206,12 @@ static PetscErrorCode OutputSetUpRank0(MPMSim sim, PetscBool restarted)
   RemoveTemporaries(path);
   PetscCall(WriteRunRecord(sim, restarted));
   PetscCall(PetscSNPrintf(path, sizeof(path), "%s/history.csv", sim->outdir));
-  if (restarted) PetscCall(TruncateHistoryRank0(sim, path));
-  sim->history = fopen(path, restarted ? "a" : "w");
+  PetscCall(HistoryHeader(sim, &header));
+  if (restarted) PetscCall(TruncateHistoryRank0(sim, path, header, &fresh));
+  sim->history = fopen(path, fresh ? "w" : "a");
   PetscCheck(sim->history, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot write %s: %s", path, strerror(errno));
-  if (!restarted) PetscCall(HistoryHeader(sim));
+  if (fresh) fprintf(sim->history, "%s\n", header);
+  PetscCall(PetscFree(header));
   if (restarted) PetscCall(MPMOutputWriteXdmf(sim)); /* the series up to the checkpoint */
   PetscFunctionReturn(PETSC_SUCCESS);
 }
