@@ -47,6 +47,20 @@ CASES = [
     (["-sand_youngs_modulus_typo", "1e6"], "Unknown option -sand_youngs_modulus_typo"),
     (["-objects", "box1", "-box1_shape", "sphere", "-box1_center", "0.3,0.1", "-box1_radius", "-1"], "-box1_radius must be > 0"),
     (["-emitters", "e", "-e_center", "0.3,0.2", "-e_direction", "0,-1", "-e_speed", "0", "-e_radius", "0.01"], "-e_speed must be > 0"),
+    # non-finite and empty values, output directories, runs that could never finish
+    (["-sand_density", "inf"], "-sand_density must be a finite number"),
+    (["-sand_youngs_modulus", "nan"], "-sand_youngs_modulus must be a finite number"),
+    (["-bc_ylo_friction", "1e400"], "-bc_ylo_friction must be a finite number"),
+    (["-dx"], "-dx needs a value"),
+    (["-kernel"], "-kernel needs a value"),
+    (["-column_ppc"], "-column_ppc needs a value"),
+    (["-output_dir", ""], "-output_dir is empty"),
+    (["-output_dir", "/"], "-output_dir / is the filesystem root"),
+    (["-output_dir", "/etc/passwd"], "-output_dir /etc/passwd exists and is not a directory"),
+    (["-output_dt", "1e-300"], "frames up to -t_end"),
+    (["-sand_youngs_modulus", "1e300"], "The largest stable time step is"),
+    (["-dt_max", "1e-300"], "The largest stable time step is"),
+    (["-t_end", "1e20"], "more than 1e9"),
 ]
 
 c = T.Checks("bad decks are refused before stepping")

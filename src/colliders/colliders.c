@@ -15,7 +15,7 @@ static PetscErrorCode WallsSetUp(MPMSim sim, MPMColliders c)
 
   PetscFunctionBeginUser;
   PetscOptionsBegin(sim->comm, NULL, "Domain boundaries", NULL);
-  PetscCall(PetscOptionsReal("-bc_friction", "Default Coulomb friction coefficient of the domain faces [-]", NULL, mu0, &mu0, NULL));
+  PetscCall(MPMOptionsReal("-bc_friction", "Default Coulomb friction coefficient of the domain faces [-]", NULL, mu0, &mu0, NULL));
   PetscCheck(mu0 >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-bc_friction must be >= 0, got %g", mu0);
   for (PetscInt f = 0; f < 2 * d; f++) {
     MPMCollider *w = &c->obj[f];
@@ -24,11 +24,11 @@ static PetscErrorCode WallsSetUp(MPMSim sim, MPMColliders c)
     PetscCall(PetscSNPrintf(w->name, sizeof(w->name), "bc_%s", FaceNames[f]));
     PetscCall(PetscSNPrintf(opt, sizeof(opt), "-bc_%s", FaceNames[f]));
     PetscCall(PetscSNPrintf(help, sizeof(help), "Boundary condition on the %s face", FaceNames[f]));
-    PetscCall(PetscOptionsEList(opt, help, NULL, BCNames, 4, BCNames[mode], &mode, NULL));
+    PetscCall(MPMOptionsEList(opt, help, NULL, BCNames, 4, BCNames[mode], &mode, NULL));
     w->mode     = (MPMBCMode)mode;
     w->friction = mu0;
     PetscCall(PetscSNPrintf(opt, sizeof(opt), "-bc_%s_friction", FaceNames[f]));
-    PetscCall(PetscOptionsReal(opt, "Coulomb friction coefficient of this face [-]", NULL, w->friction, &w->friction, NULL));
+    PetscCall(MPMOptionsReal(opt, "Coulomb friction coefficient of this face [-]", NULL, w->friction, &w->friction, NULL));
     PetscCheck(w->friction >= 0, sim->comm, PETSC_ERR_USER_INPUT, "%s must be >= 0, got %g", opt, w->friction);
     PetscCall(PetscMemzero(&w->ps, sizeof(w->ps)));
     w->ps.shape.dim        = (int)d;
@@ -54,8 +54,8 @@ static PetscErrorCode ObjectSetUp(MPMSim sim, MPMCollider *o, const char *name)
   o->friction = 0;
   PetscCall(PetscStrlcat(title, ": contact", sizeof(title))); /* -help prints one block per title */
   PetscOptionsBegin(sim->comm, prefix, title, NULL);
-  PetscCall(PetscOptionsEList("-mode", "Collision type", NULL, BCNames, 3, BCNames[mode], &mode, NULL));
-  PetscCall(PetscOptionsReal("-friction", "Coulomb friction coefficient [-]", NULL, o->friction, &o->friction, NULL));
+  PetscCall(MPMOptionsEList("-mode", "Collision type", NULL, BCNames, 3, BCNames[mode], &mode, NULL));
+  PetscCall(MPMOptionsReal("-friction", "Coulomb friction coefficient [-]", NULL, o->friction, &o->friction, NULL));
   PetscOptionsEnd();
   PetscCheck(o->friction >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sfriction must be >= 0, got %g", prefix, o->friction);
   o->mode = (MPMBCMode)mode;

@@ -21,9 +21,9 @@ PetscErrorCode MPMBalanceSetUp(MPMSim sim)
   sim->balance_threshold = 1.2;
   sim->balance_node_cost = 0.08;
   PetscOptionsBegin(sim->comm, NULL, "Load balancing", NULL);
-  PetscCall(PetscOptionsReal("-balance_threshold", "Rebalance the slabs when max/mean work per rank exceeds this (0: never) [-]", NULL, sim->balance_threshold,
+  PetscCall(MPMOptionsReal("-balance_threshold", "Rebalance the slabs when max/mean work per rank exceeds this (0: never) [-]", NULL, sim->balance_threshold,
                              &sim->balance_threshold, NULL));
-  PetscCall(PetscOptionsReal("-balance_node_cost", "Work of one grid node per step in particle-equivalents (0: balance particles only) [-]", NULL,
+  PetscCall(MPMOptionsReal("-balance_node_cost", "Work of one grid node per step in particle-equivalents (0: balance particles only) [-]", NULL,
                              sim->balance_node_cost, &sim->balance_node_cost, NULL));
   PetscOptionsEnd();
   PetscCheck(sim->balance_threshold == 0 || sim->balance_threshold > 1, sim->comm, PETSC_ERR_USER_INPUT, "-balance_threshold must be 0 (off) or > 1, got %g",

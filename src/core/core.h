@@ -39,6 +39,16 @@ typedef struct _p_MPMIntegrator *MPMIntegrator; /* integrators/integrators.h */
 PetscErrorCode MPMOptionsVector(PetscOptionItems *PetscOptionsObject, const char *prefix, const char *opt, const char *help, PetscInt need, double *val, PetscBool *set);
 PetscErrorCode MPMOptionsGetNames(MPI_Comm comm, const char *title, const char *opt, const char *help, char **names, PetscInt *n);
 PetscErrorCode MPMOptionsFreeNames(char **names, PetscInt n);
+/* PetscOptionsReal/Int/EList that also refuse an empty value (PETSc would
+ * keep the default or take the first choice) and non-finite numbers. */
+PetscErrorCode MPMOptionsRealChecked(PetscOptionItems *PetscOptionsObject, const char opt[], const char text[], const char man[], PetscReal cur, PetscReal *val, PetscBool *set);
+PetscErrorCode MPMOptionsIntChecked(PetscOptionItems *PetscOptionsObject, const char opt[], const char text[], const char man[], PetscInt cur, PetscInt *val, PetscBool *set);
+PetscErrorCode MPMOptionsEListChecked(PetscOptionItems *PetscOptionsObject, const char opt[], const char text[], const char man[], const char *const *list, PetscInt ntext,
+                                      const char cur[], PetscInt *val, PetscBool *set);
+PetscErrorCode MPMVectorTame(PetscInt d, double *v);
+#define MPMOptionsReal(a, b, c, d, e, f)         MPMOptionsRealChecked(PetscOptionsObject, a, b, c, d, e, f)
+#define MPMOptionsInt(a, b, c, d, e, f)          MPMOptionsIntChecked(PetscOptionsObject, a, b, c, d, e, f)
+#define MPMOptionsEList(a, b, c, d, e, f, g, h) MPMOptionsEListChecked(PetscOptionsObject, a, b, c, d, e, f, g, h)
 
 /* ---------------------------------------------------------------- events */
 extern PetscLogEvent MPM_EVENT_P2G, MPM_EVENT_GRID_UPDATE, MPM_EVENT_G2P, MPM_EVENT_CONSTITUTIVE, MPM_EVENT_MIGRATE, MPM_EVENT_GHOST, MPM_EVENT_OUTPUT, MPM_EVENT_SORT,
@@ -299,6 +309,7 @@ double         MPMBalanceRankWork(const MPMSim sim);
 #define MPM_FLAG_SIGNAL       1  /* SIGTERM/SIGUSR1 seen: checkpoint and stop */
 #define MPM_FLAG_WALL         2  /* -checkpoint_wall elapsed */
 #define MPM_EXIT_CHECKPOINTED 75 /* exit code after a signal: continue with -restart latest (EX_TEMPFAIL) */
+#define MPM_EXIT_NONFINITE    70 /* exit code after the state became NaN or infinite (EX_SOFTWARE) */
 
 /* The one reduction per step. */
 typedef struct {
@@ -309,6 +320,9 @@ typedef struct {
   double  bad_x[3]; /* its position */
   int64_t flags;    /* OR: MPM_FLAG_* requests of any rank */
   double  wmax;     /* MAX: work of the busiest rank (MPMBalanceRankWork) */
+  int64_t nonfinite;             /* SUM: particles with a non-finite position (NaN, inf) */
+  int64_t nf_id, nf_species, nf_mat; /* MIN id of such a particle (INT64_MAX if none), its species and material */
+  double  nf_x[3], nf_v[3];      /* its position and velocity */
 } MPMStepReduction;
 
 PetscErrorCode MPMParallelSetUp(MPMSim sim);

@@ -29,9 +29,9 @@ static PetscErrorCode LayoutReadOptions(MPMSim sim, LayoutOptions *o)
   PetscCall(MPMOptionsVector(PetscOptionsObject, "", "-domain_hi", "Upper corner of the physical domain [m]", d, o->hi, NULL));
   o->dx = 0;
   for (PetscInt a = 0; a < d; a++) o->dx = PetscMax(o->dx, (o->hi[a] - o->lo[a]) / 64);
-  PetscCall(PetscOptionsReal("-dx", "Grid cell size, the same along every axis [m]", NULL, o->dx, &o->dx, NULL));
-  PetscCall(PetscOptionsEList("-kernel", "Interpolation kernel (B-spline)", NULL, KernelNames, 2, KernelNames[o->kernel], &o->kernel, NULL));
-  PetscCall(PetscOptionsEList("-slab_axis", "Axis the domain is cut into slabs along (auto: the longest)", NULL, AxisNames, 4, AxisNames[o->axis], &o->axis, NULL));
+  PetscCall(MPMOptionsReal("-dx", "Grid cell size, the same along every axis [m]", NULL, o->dx, &o->dx, NULL));
+  PetscCall(MPMOptionsEList("-kernel", "Interpolation kernel (B-spline)", NULL, KernelNames, 2, KernelNames[o->kernel], &o->kernel, NULL));
+  PetscCall(MPMOptionsEList("-slab_axis", "Axis the domain is cut into slabs along (auto: the longest)", NULL, AxisNames, 4, AxisNames[o->axis], &o->axis, NULL));
   PetscOptionsEnd();
   PetscFunctionReturn(PETSC_SUCCESS);
 }

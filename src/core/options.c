@@ -49,3 +49,61 @@ PetscErrorCode MPMOptionsFreeNames(char **names, PetscInt n)
   for (PetscInt i = 0; i < n; i++) PetscCall(PetscFree(names[i]));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+
+/* The option was given with an empty value ("-dx" alone, "dx:" in a deck). */
+static PetscErrorCode CheckNotEmpty(PetscOptionItems *PetscOptionsObject, const char opt[])
+{
+  char      buf[8];
+  PetscBool set;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscOptionsGetString(PetscOptionsObject->options, PetscOptionsObject->prefix, opt, buf, sizeof(buf), &set));
+  PetscCheck(!set || buf[0], PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s%s needs a value", PetscOptionsObject->prefix ? PetscOptionsObject->prefix : "", opt + 1);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMOptionsRealChecked(PetscOptionItems *PetscOptionsObject, const char opt[], const char text[], const char man[], PetscReal cur, PetscReal *val, PetscBool *set)
+{
+  PetscBool s;
+
+  PetscFunctionBeginUser;
+  PetscCall(CheckNotEmpty(PetscOptionsObject, opt));
+  PetscCall(PetscOptionsReal_Private(PetscOptionsObject, opt, text, man, cur, val, &s));
+  PetscCheck(!s || isfinite(*val), PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s%s must be a finite number, got %g", PetscOptionsObject->prefix ? PetscOptionsObject->prefix : "",
+             opt + 1, *val);
+  if (set) *set = s;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMOptionsIntChecked(PetscOptionItems *PetscOptionsObject, const char opt[], const char text[], const char man[], PetscInt cur, PetscInt *val, PetscBool *set)
+{
+  PetscFunctionBeginUser;
+  PetscCall(CheckNotEmpty(PetscOptionsObject, opt));
+  PetscCall(PetscOptionsInt_Private(PetscOptionsObject, opt, text, man, cur, val, set, PETSC_MIN_INT, PETSC_MAX_INT));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMOptionsEListChecked(PetscOptionItems *PetscOptionsObject, const char opt[], const char text[], const char man[], const char *const *list, PetscInt ntext,
+                                      const char cur[], PetscInt *val, PetscBool *set)
+{
+  PetscFunctionBeginUser;
+  PetscCall(CheckNotEmpty(PetscOptionsObject, opt));
+  PetscCall(PetscOptionsEList_Private(PetscOptionsObject, opt, text, man, list, ntext, cur, val, set));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* A direction whose squared length overflows or underflows (1e200, 1e-200)
+ * is scaled by its largest component first, so normalising it gives a unit
+ * vector, not zero or NaN; ordinary vectors are left bit for bit alone. */
+PetscErrorCode MPMVectorTame(PetscInt d, double *v)
+{
+  double len2 = 0, m = 0;
+
+  PetscFunctionBeginUser;
+  for (PetscInt a = 0; a < d; a++) len2 += v[a] * v[a];
+  if (isfinite(len2) && len2 > 1e-280) PetscFunctionReturn(PETSC_SUCCESS);
+  for (PetscInt a = 0; a < d; a++) m = PetscMax(m, PetscAbs(v[a]));
+  if (m > 0 && isfinite(m))
+    for (PetscInt a = 0; a < d; a++) v[a] /= m;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

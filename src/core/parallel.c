@@ -33,6 +33,16 @@ static void step_combine(void *in_, void *inout_, int *len, MPI_Datatype *type)
       inout[i].bad_id = in[i].bad_id;
       for (int a = 0; a < 3; a++) inout[i].bad_x[a] = in[i].bad_x[a];
     }
+    inout[i].nonfinite += in[i].nonfinite;
+    if (in[i].nf_id < inout[i].nf_id) {
+      inout[i].nf_id      = in[i].nf_id;
+      inout[i].nf_species = in[i].nf_species;
+      inout[i].nf_mat     = in[i].nf_mat;
+      for (int a = 0; a < 3; a++) {
+        inout[i].nf_x[a] = in[i].nf_x[a];
+        inout[i].nf_v[a] = in[i].nf_v[a];
+      }
+    }
   }
 }
 
@@ -91,13 +101,39 @@ PetscErrorCode MPMGhostGather(MPMGridField *g)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* A particle whose position went NaN or infinite stays where it is (it
+ * has no owner) and is counted; the lowest id is reported. */
+static PetscBool NonFinite(MPMParticles *p, PetscInt s, PetscInt q, MPMStepReduction *red)
+{
+  const double *x = MPMFieldReal(p, p->f_x) + q * p->dim, *v = MPMFieldReal(p, p->f_v) + q * p->dim;
+  const int64_t id = MPMFieldInt64(p, p->f_id)[q];
+  PetscBool     finite = PETSC_TRUE;
+  for (PetscInt a = 0; a < p->dim; a++) finite = finite && isfinite(x[a]);
+  if (finite) return PETSC_FALSE;
+  red->nonfinite++;
+  if (id < red->nf_id) {
+    red->nf_id      = id;
+    red->nf_species = s;
+    red->nf_mat     = MPMFieldInt32(p, p->f_mat)[q];
+    for (PetscInt a = 0; a < 3; a++) {
+      red->nf_x[a] = a < p->dim ? x[a] : 0.0;
+      red->nf_v[a] = a < p->dim ? v[a] : 0.0;
+    }
+  }
+  return PETSC_TRUE;
+}
+
 /* Classify local particles: stay, leave for rank dest[q], or outside. */
-static void classify(MPMSim sim, MPMParticles *p, PetscInt *dest, PetscMPIInt *sendcount, MPMStepReduction *red)
+static void classify(MPMSim sim, MPMParticles *p, PetscInt s, PetscInt *dest, PetscMPIInt *sendcount, MPMStepReduction *red)
 {
   const MPMLayout *g  = &sim->layout;
   const int64_t   *id = MPMFieldInt64(p, p->f_id);
   for (PetscInt q = 0; q < p->n; q++) {
     const double *x = MPMFieldReal(p, p->f_x) + q * p->dim;
+    if (NonFinite(p, s, q, red)) {
+      dest[q] = -1;
+      continue;
+    }
     if (!MPMLayoutInside(g, x)) {
       dest[q] = -2;
       red->outside++;
@@ -118,7 +154,7 @@ static void classify(MPMSim sim, MPMParticles *p, PetscInt *dest, PetscMPIInt *s
 
 /* One species: particles outside the domain are dropped and counted, the
  * others that left this slab are sent to their owner. */
-static PetscErrorCode MigrateSpecies(MPMSim sim, MPMParticles *p, MPMStepReduction *red)
+static PetscErrorCode MigrateSpecies(MPMSim sim, MPMParticles *p, PetscInt s, MPMStepReduction *red)
 {
   const size_t  B = p->mbytes;
   PetscInt     *dest, nrecv = 0, start;
@@ -130,7 +166,7 @@ static PetscErrorCode MigrateSpecies(MPMSim sim, MPMParticles *p, MPMStepReducti
   PetscFunctionBeginUser;
   PetscCall(PetscCalloc4(sim->size, &scount, sim->size, &rcount, sim->size + 1, &soff, sim->size + 1, &roff));
   PetscCall(PetscMalloc2(p->n, &dest, p->n, &keep));
-  classify(sim, p, dest, scount, red);
+  classify(sim, p, s, dest, scount, red);
   PetscCallMPI(MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, sim->comm));
   for (PetscMPIInt r = 0; r < sim->size; r++) {
     soff[r + 1] = soff[r] + scount[r];
@@ -160,8 +196,10 @@ static PetscErrorCode MigrateSpecies(MPMSim sim, MPMParticles *p, MPMStepReducti
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Every species.  Fills red->n (local particles), red->outside, red->bad_id
- * and red->bad_x; the caller fills the rest before the reduction. */
+/* Every species.  Fills red->n (local particles), the particles outside
+ * the domain (red->outside, bad_id, bad_x) and those with a non-finite
+ * position (red->nonfinite, nf_*); the caller fills the rest before the
+ * reduction. */
 PetscErrorCode MPMMigrate(MPMSim sim, MPMStepReduction *red)
 {
   PetscFunctionBeginUser;
@@ -169,7 +207,9 @@ PetscErrorCode MPMMigrate(MPMSim sim, MPMStepReduction *red)
   red->n       = 0;
   red->outside = 0;
   red->bad_id  = INT64_MAX;
-  for (PetscInt s = 0; s < sim->nspecies; s++) PetscCall(MigrateSpecies(sim, &sim->species[s]->p, red));
+  red->nonfinite = 0;
+  red->nf_id     = INT64_MAX;
+  for (PetscInt s = 0; s < sim->nspecies; s++) PetscCall(MigrateSpecies(sim, &sim->species[s]->p, s, red));
   PetscCall(PetscLogEventEnd(MPM_EVENT_MIGRATE, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -276,7 +276,10 @@ PetscErrorCode MPMParticlesSortByCell(MPMParticles *p, const MPMGridBox *b)
   PetscCall(PetscCalloc1(ncell + 1, &count));
   for (PetscInt q = 0; q < p->n; q++) {
     PetscInt c[3] = {0, 0, 0};
-    for (PetscInt a = 0; a < d; a++) c[a] = PetscClipInterval(mpm_cell_index(b, (int)a, x[q * d + a]) - b->gs[a], 0, b->gn[a] - 1);
+    for (PetscInt a = 0; a < d; a++) { /* clipped in floating point first: a NaN or huge position has no int */
+      const double xr = mpm_grid_coord(b, (int)a, x[q * d + a]);
+      c[a]            = isfinite(xr) ? PetscClipInterval((PetscInt)floor(PetscMin(PetscMax(xr, b->gs[a] - 1.0), b->gs[a] + b->gn[a] + 1.0)) - b->gs[a], 0, b->gn[a] - 1) : 0;
+    }
     key[q] = (c[2] * b->gn[1] + c[1]) * b->gn[0] + c[0];
     count[key[q] + 1]++;
   }

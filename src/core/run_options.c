@@ -1,15 +1,19 @@
 /* The run's own options (dimension, gravity, time control, output cadence,
  * seeding), and the final check that every option given was used. */
+#define _XOPEN_SOURCE 700 /* realpath under -std=c11 */
 #include "core.h"
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 
 static PetscErrorCode ReadTimeOptions(MPMSim sim, PetscOptionItems *PetscOptionsObject)
 {
   PetscFunctionBeginUser;
-  PetscCall(PetscOptionsReal("-t_end", "Simulated time to reach [s]", NULL, sim->t_end, &sim->t_end, NULL));
-  PetscCall(PetscOptionsInt("-max_steps", "Stop after this many steps (-1: no limit)", NULL, sim->max_steps, &sim->max_steps, NULL));
-  PetscCall(PetscOptionsReal("-dt", "Fixed time step, 0 for adaptive [s]", NULL, sim->dt_fixed, &sim->dt_fixed, NULL));
-  PetscCall(PetscOptionsReal("-dt_max", "Largest adaptive time step [s]", NULL, sim->dt_max, &sim->dt_max, NULL));
-  PetscCall(PetscOptionsReal("-cfl", "CFL number: dt <= cfl dx / max|v| [-]", NULL, sim->cfl, &sim->cfl, NULL));
+  PetscCall(MPMOptionsReal("-t_end", "Simulated time to reach [s]", NULL, sim->t_end, &sim->t_end, NULL));
+  PetscCall(MPMOptionsInt("-max_steps", "Stop after this many steps (-1: no limit)", NULL, sim->max_steps, &sim->max_steps, NULL));
+  PetscCall(MPMOptionsReal("-dt", "Fixed time step, 0 for adaptive [s]", NULL, sim->dt_fixed, &sim->dt_fixed, NULL));
+  PetscCall(MPMOptionsReal("-dt_max", "Largest adaptive time step [s]", NULL, sim->dt_max, &sim->dt_max, NULL));
+  PetscCall(MPMOptionsReal("-cfl", "CFL number: dt <= cfl dx / max|v| [-]", NULL, sim->cfl, &sim->cfl, NULL));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -27,31 +31,49 @@ PetscErrorCode MPMRunOptionsRead(MPMSim sim)
   sim->history_interval = 0;
   PetscCall(PetscStrncpy(sim->outdir, "output", sizeof(sim->outdir)));
   PetscOptionsBegin(sim->comm, NULL, "Run control", NULL);
-  PetscCall(PetscOptionsInt("-dim", "Spatial dimension: 2 (plane strain) or 3", NULL, sim->dim, &sim->dim, NULL));
+  PetscCall(MPMOptionsInt("-dim", "Spatial dimension: 2 (plane strain) or 3", NULL, sim->dim, &sim->dim, NULL));
   PetscCheck(sim->dim == 2 || sim->dim == 3, sim->comm, PETSC_ERR_USER_INPUT, "-dim must be 2 or 3, got %" PetscInt_FMT, sim->dim);
   sim->gravity[1] = -9.81;
   PetscCall(MPMOptionsVector(PetscOptionsObject, "", "-gravity", "Gravitational acceleration vector [m/s^2]", sim->dim, sim->gravity, NULL));
   if (sim->dim == 2) sim->gravity[2] = 0;
-  PetscCall(PetscOptionsReal("-gravity_ramp", "Time over which gravity rises linearly from 0 to -gravity (quasi-static loading, no drop shock) [s]", NULL, sim->gravity_ramp,
+  PetscCall(MPMOptionsReal("-gravity_ramp", "Time over which gravity rises linearly from 0 to -gravity (quasi-static loading, no drop shock) [s]", NULL, sim->gravity_ramp,
                              &sim->gravity_ramp, NULL));
   PetscCheck(sim->gravity_ramp >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-gravity_ramp must be >= 0 s, got %g", sim->gravity_ramp);
   PetscCall(ReadTimeOptions(sim, PetscOptionsObject));
   PetscCall(PetscOptionsString("-output_dir", "Directory for everything the run writes", NULL, sim->outdir, sim->outdir, sizeof(sim->outdir), NULL));
   sim->output_dt = sim->t_end / 20;
-  PetscCall(PetscOptionsReal("-output_dt", "Simulated time between output frames [s]", NULL, sim->output_dt, &sim->output_dt, NULL));
-  PetscCall(PetscOptionsInt("-history_interval", "Steps between history.csv rows besides the frames (0: frames only)", NULL, sim->history_interval, &sim->history_interval, NULL));
-  PetscCall(PetscOptionsInt("-sort_interval", "Steps between sorting particles by cell (0: never)", NULL, sim->sort_interval, &sim->sort_interval, NULL));
+  PetscCall(MPMOptionsReal("-output_dt", "Simulated time between output frames [s]", NULL, sim->output_dt, &sim->output_dt, NULL));
+  PetscCall(MPMOptionsInt("-history_interval", "Steps between history.csv rows besides the frames (0: frames only)", NULL, sim->history_interval, &sim->history_interval, NULL));
+  PetscCall(MPMOptionsInt("-sort_interval", "Steps between sorting particles by cell (0: never)", NULL, sim->sort_interval, &sim->sort_interval, NULL));
   PetscCall(PetscOptionsBool("-delete_outside", "Delete (and count) particles that leave the domain instead of stopping with an error", NULL, sim->delete_outside, &sim->delete_outside,
                              NULL));
-  PetscCall(PetscOptionsInt("-seed", "Seed of the particle jitter", NULL, seed, &seed, NULL));
+  PetscCall(MPMOptionsInt("-seed", "Seed of the particle jitter", NULL, seed, &seed, NULL));
   PetscOptionsEnd();
   sim->seed = (uint64_t)seed;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Everything a run writes goes into -output_dir: refuse a path that would
+ * put it elsewhere (empty, the filesystem root) or that is not a directory. */
+static PetscErrorCode CheckOutputDir(MPMSim sim)
+{
+  struct stat st;
+  char        real[PATH_MAX];
+
+  PetscFunctionBeginUser;
+  PetscCheck(sim->outdir[0], sim->comm, PETSC_ERR_USER_INPUT, "-output_dir is empty: name the directory this run writes into");
+  if (stat(sim->outdir, &st) == 0) {
+    PetscCheck(S_ISDIR(st.st_mode), sim->comm, PETSC_ERR_USER_INPUT, "-output_dir %s exists and is not a directory", sim->outdir);
+    PetscCheck(!realpath(sim->outdir, real) || strcmp(real, "/"), sim->comm, PETSC_ERR_USER_INPUT,
+               "-output_dir %s is the filesystem root: name a directory for this run's files", sim->outdir);
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode MPMRunOptionsCheck(MPMSim sim)
 {
   PetscFunctionBeginUser;
+  PetscCall(CheckOutputDir(sim));
   PetscCheck(sim->t_end > 0, sim->comm, PETSC_ERR_USER_INPUT, "-t_end must be > 0 s, got %g", sim->t_end);
   PetscCheck(sim->dt_fixed >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-dt must be >= 0 s (0: adaptive), got %g", sim->dt_fixed);
   PetscCheck(sim->dt_max > 0, sim->comm, PETSC_ERR_USER_INPUT, "-dt_max must be > 0 s, got %g", sim->dt_max);

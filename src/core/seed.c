@@ -44,10 +44,10 @@ static PetscErrorCode RegionSetUp(MPMSim sim, PetscInt r, const char *name)
   PetscCall(PetscOptionsString("-material", "Material of the particles (a name from -materials)", NULL, mname, mname, sizeof(mname), NULL));
   PetscCall(MPMSpeciesFindMaterial(sim, "-material of a region", mname, &R->species, &R->mat));
   R->density = sim->species[R->species]->matinfo[R->mat].density;
-  PetscCall(PetscOptionsReal("-density", "Density, default the material's [kg/m^3]", NULL, R->density, &R->density, NULL));
-  PetscCall(PetscOptionsInt("-ppc", "Particles per cell along each axis [-]", NULL, R->ppc, &R->ppc, NULL));
-  PetscCall(PetscOptionsEList("-sampling", "Particle placement", NULL, SamplingNames, 2, SamplingNames[sampling], &sampling, NULL));
-  PetscCall(PetscOptionsReal("-jitter", "Random displacement as a fraction of the particle spacing (jitter sampling) [-]", NULL, R->jitter, &R->jitter, NULL));
+  PetscCall(MPMOptionsReal("-density", "Density, default the material's [kg/m^3]", NULL, R->density, &R->density, NULL));
+  PetscCall(MPMOptionsInt("-ppc", "Particles per cell along each axis [-]", NULL, R->ppc, &R->ppc, NULL));
+  PetscCall(MPMOptionsEList("-sampling", "Particle placement", NULL, SamplingNames, 2, SamplingNames[sampling], &sampling, NULL));
+  PetscCall(MPMOptionsReal("-jitter", "Random displacement as a fraction of the particle spacing (jitter sampling) [-]", NULL, R->jitter, &R->jitter, NULL));
   PetscCall(PetscOptionsBool("-clip_to_domain", "Seed only the part inside the domain (e.g. a quarter column against symmetry planes)", NULL, R->clip, &R->clip, NULL));
   PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-velocity", "Initial velocity v0 [m/s]", sim->dim, R->vel, NULL));
   PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-velocity_gradient", "Initial velocity gradient G, v = v0 + G (x - center), row-major [1/s]", sim->dim * sim->dim, R->grad, NULL));
@@ -102,8 +102,10 @@ static void RegionLattice(const MPMSim sim, const MPMRegion *R, double s, PetscI
       ihi[a] = nfull[a] = 1;
       continue;
     }
-    ilo[a]   = PetscMax(0, (PetscInt)floor((R->ps.c0[a] + lo[a] - g->lo[a]) / s));
-    ihi[a]   = PetscMin(g->cells[a] * R->ppc, (PetscInt)ceil((R->ps.c0[a] + hi[a] - g->lo[a]) / s)); /* inside the domain */
+    /* inside the domain; clipped in floating point first, as a huge (clipped) region has no int */
+    const double n = (double)(g->cells[a] * R->ppc);
+    ilo[a]         = PetscMax(0, (PetscInt)floor(PetscMin(PetscMax((R->ps.c0[a] + lo[a] - g->lo[a]) / s, -1.0), n + 1.0)));
+    ihi[a]         = PetscMin(g->cells[a] * R->ppc, (PetscInt)ceil(PetscMin(PetscMax((R->ps.c0[a] + hi[a] - g->lo[a]) / s, -1.0), n + 1.0)));
     nfull[a] = ihi[a] - ilo[a];
   }
   /* lattice points of this slab: cells [own_lo, own_hi) of the padded grid */
@@ -261,15 +263,15 @@ static PetscErrorCode EmitterSetUp(MPMSim sim, PetscInt e, const char *name)
   PetscOptionsBegin(sim->comm, prefix, title, NULL);
   PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-center", "Centre of the outlet [m]", sim->dim, E->center, &cset));
   PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-direction", "Flow direction [-]", sim->dim, E->dir, &dset));
-  PetscCall(PetscOptionsReal("-speed", "Outflow speed [m/s]", NULL, E->speed, &E->speed, NULL));
-  PetscCall(PetscOptionsReal("-radius", "Outlet radius (half width in 2D) [m]", NULL, E->radius, &E->radius, NULL));
+  PetscCall(MPMOptionsReal("-speed", "Outflow speed [m/s]", NULL, E->speed, &E->speed, NULL));
+  PetscCall(MPMOptionsReal("-radius", "Outlet radius (half width in 2D) [m]", NULL, E->radius, &E->radius, NULL));
   PetscCall(PetscOptionsString("-material", "Material (a name from -materials)", NULL, mname, mname, sizeof(mname), NULL));
   PetscCall(MPMSpeciesFindMaterial(sim, "-material of an emitter", mname, &E->species, &E->mat));
   E->density = sim->species[E->species]->matinfo[E->mat].density;
-  PetscCall(PetscOptionsReal("-density", "Density, default the material's [kg/m^3]", NULL, E->density, &E->density, NULL));
-  PetscCall(PetscOptionsInt("-ppc", "Particles per cell along each axis [-]", NULL, E->ppc, &E->ppc, NULL));
-  PetscCall(PetscOptionsReal("-start", "Time the flow starts [s]", NULL, E->t_start, &E->t_start, NULL));
-  PetscCall(PetscOptionsReal("-stop", "Time the flow stops [s]", NULL, E->t_stop, &E->t_stop, NULL));
+  PetscCall(MPMOptionsReal("-density", "Density, default the material's [kg/m^3]", NULL, E->density, &E->density, NULL));
+  PetscCall(MPMOptionsInt("-ppc", "Particles per cell along each axis [-]", NULL, E->ppc, &E->ppc, NULL));
+  PetscCall(MPMOptionsReal("-start", "Time the flow starts [s]", NULL, E->t_start, &E->t_start, NULL));
+  PetscCall(MPMOptionsReal("-stop", "Time the flow stops [s]", NULL, E->t_stop, &E->t_stop, NULL));
   PetscOptionsEnd();
   PetscCheck(cset, sim->comm, PETSC_ERR_USER_INPUT, "-%scenter with %" PetscInt_FMT " values is required", prefix, sim->dim);
   PetscCheck(dset, sim->comm, PETSC_ERR_USER_INPUT, "-%sdirection with %" PetscInt_FMT " values is required", prefix, sim->dim);
@@ -279,6 +281,7 @@ static PetscErrorCode EmitterSetUp(MPMSim sim, PetscInt e, const char *name)
   PetscCheck(E->radius > 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sradius must be > 0 m, got %g", prefix, E->radius);
   PetscCheck(E->density > 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sdensity must be > 0 kg/m^3, got %g", prefix, E->density);
   PetscCheck(E->ppc >= 1 && E->ppc <= 8, sim->comm, PETSC_ERR_USER_INPUT, "-%sppc must be in [1, 8], got %" PetscInt_FMT, prefix, E->ppc);
+  PetscCall(MPMVectorTame(sim->dim, E->dir));
   for (PetscInt a = 0; a < sim->dim; a++) len += E->dir[a] * E->dir[a];
   PetscCheck(len > 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sdirection must be nonzero", prefix);
   for (PetscInt a = 0; a < sim->dim; a++) E->dir[a] /= sqrt(len);

@@ -12,6 +12,7 @@ static PetscErrorCode Normalize(const char *prefix, const char *opt, PetscInt d,
   double len = 0;
 
   PetscFunctionBeginUser;
+  PetscCall(MPMVectorTame(d, n));
   for (PetscInt a = 0; a < d; a++) len += n[a] * n[a];
   len = sqrt(len);
   PetscCheck(len > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s%s must be a nonzero vector", prefix, opt);
@@ -28,7 +29,7 @@ static PetscErrorCode ShapeOptions(PetscOptionItems *PetscOptionsObject, PetscIn
   PetscBool set, inside_out = PETSC_FALSE;
 
   PetscFunctionBeginUser;
-  PetscCall(PetscOptionsEList("-shape", "Shape", NULL, ShapeNames, 4, ShapeNames[type], &type, NULL));
+  PetscCall(MPMOptionsEList("-shape", "Shape", NULL, ShapeNames, 4, ShapeNames[type], &type, NULL));
   PetscCheck(allow_half_space || type != MPM_SHAPE_HALF_SPACE, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%sshape half_space is unbounded; allowed here: box, sphere, cylinder", prefix);
   s->dim  = (int)d;
   s->type = (MPMShapeType)type;
@@ -55,7 +56,7 @@ static PetscErrorCode ShapeOptions(PetscOptionItems *PetscOptionsObject, PetscIn
   }
   if (type == MPM_SHAPE_SPHERE || type == MPM_SHAPE_CYLINDER) {
     s->r = 0;
-    PetscCall(PetscOptionsReal("-radius", "Radius [m]", NULL, s->r, &s->r, NULL));
+    PetscCall(MPMOptionsReal("-radius", "Radius [m]", NULL, s->r, &s->r, NULL));
     PetscCheck(s->r > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%sradius must be > 0 m, got %g", prefix, s->r);
   }
   if (type == MPM_SHAPE_CYLINDER && d == 3) {
@@ -63,7 +64,7 @@ static PetscErrorCode ShapeOptions(PetscOptionItems *PetscOptionsObject, PetscIn
     PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-axis", "Cylinder axis [-]", d, s->n, NULL));
     PetscCall(Normalize(prefix, "axis", d, s->n));
     s->a[0] = 0;
-    PetscCall(PetscOptionsReal("-half_length", "Cylinder half length, <= 0 for infinite [m]", NULL, s->a[0], &s->a[0], NULL));
+    PetscCall(MPMOptionsReal("-half_length", "Cylinder half length, <= 0 for infinite [m]", NULL, s->a[0], &s->a[0], NULL));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

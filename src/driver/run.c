@@ -48,6 +48,22 @@ static PetscErrorCode CheckUniqueNames(MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* A run that could never finish is refused before it starts: the largest
+ * step the integrator allows (particles at rest) and the frame interval
+ * must reach t_end in a plausible number of steps and frames. */
+static PetscErrorCode CheckTimeScales(MPMSim sim)
+{
+  const double dt = sim->integ->ops.stable_dt(sim->integ, sim, 0.0), steps = sim->t_end / dt, frames = sim->t_end / sim->output_dt;
+  const double most_steps = sim->max_steps >= 0 ? PetscMin(steps, (double)sim->max_steps) : steps;
+
+  PetscFunctionBeginUser;
+  PetscCheck(dt >= 1e-9 && isfinite(dt), sim->comm, PETSC_ERR_USER_INPUT,
+             "The largest stable time step is %g s (below 1e-9 s): check -dt, -dt_max, -cfl_elastic and the materials' -*_youngs_modulus and -*_density", dt);
+  PetscCheck(most_steps <= 1e9, sim->comm, PETSC_ERR_USER_INPUT, "-t_end %g s needs at least %g steps of %g s (more than 1e9); shorten -t_end or set -max_steps", sim->t_end, steps, dt);
+  PetscCheck(frames <= 1e6, sim->comm, PETSC_ERR_USER_INPUT, "-output_dt %g s gives %g frames up to -t_end %g s (more than 1e6)", sim->output_dt, frames, sim->t_end);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* One species today ("default", the deck's -materials); the mixture adds a second. */
 static PetscErrorCode SpeciesSetUp(MPMSim sim)
 {
@@ -76,6 +92,7 @@ PetscErrorCode MPMSetFromOptions(MPMSim sim)
   PetscCall(MPMCheckpointSetUp(sim));
   PetscCall(MPMBalanceSetUp(sim));
   PetscCall(sim->integ->ops.setup(sim->integ, sim));
+  if (!sim->help) PetscCall(CheckTimeScales(sim));
   PetscCall(CheckUniqueNames(sim));
   if (!sim->help) PetscCall(MPMRunCheckUnusedOptions(sim));
   PetscCall(PetscOptionsGetAll(NULL, &sim->options_string));
@@ -164,10 +181,31 @@ static PetscErrorCode PrintSetup(MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* After the step's reduction: particles outside the domain and the global count. */
+/* The state went NaN or infinite: say where, once, from rank 0; the run
+ * then stops, writes a last frame (the particles as they are) and exits
+ * with MPM_EXIT_NONFINITE.  Such particles are never deleted. */
+static PetscErrorCode ReportNonFinite(MPMSim sim, const MPMStepReduction *red)
+{
+  const MPMSpecies *sp = sim->species[red->nf_species];
+
+  PetscFunctionBeginUser;
+  sim->exit_code = MPM_EXIT_NONFINITE;
+  PetscCall(PetscFPrintf(sim->comm, PETSC_STDERR,
+                         "granular-mpm: error: the state became non-finite at step %" PetscInt_FMT ", t = %g s: %lld particle%s with a NaN or infinite position, the first particle %lld "
+                         "(material %s) at (%g, %g, %g) with velocity (%g, %g, %g). The run stops; the last frame shows the state. Usual causes: a time step above the stability "
+                         "limit (-dt, -cfl, -cfl_elastic), or material parameters far outside their range\n",
+                         sim->step, sim->t, (long long)red->nonfinite, red->nonfinite > 1 ? "s" : "", (long long)red->nf_id,
+                         red->nf_mat >= 0 && red->nf_mat < sp->nmat ? sp->matinfo[red->nf_mat].name : "?", red->nf_x[0], red->nf_x[1], red->nf_x[2], red->nf_v[0], red->nf_v[1],
+                         red->nf_v[2]));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* After the step's reduction: non-finite particles, particles outside the
+ * domain and the global count. */
 static PetscErrorCode CheckInvariants(MPMSim sim, const MPMStepReduction *red, int64_t emitted)
 {
   PetscFunctionBeginUser;
+  if (red->nonfinite) PetscCall(ReportNonFinite(sim, red));
   if (red->outside) {
     PetscCheck(sim->delete_outside, sim->comm, PETSC_ERR_USER_INPUT,
                "Particle %lld left the domain at (%g, %g, %g) at step %" PetscInt_FMT ", t = %g s (%lld particle%s outside). Close the boundary (-bc_*), enlarge the domain, or pass -delete_outside to delete and count such particles",
@@ -264,6 +302,7 @@ PetscErrorCode MPMRun(MPMSim sim)
   PetscCall(PetscTime(&t0));
   while (!stop && sim->t < sim->t_end * (1 - 1e-12) && (sim->max_steps < 0 || sim->step < sim->max_steps)) {
     PetscCall(Step(sim));
+    if (sim->exit_code == MPM_EXIT_NONFINITE) break; /* the final frame below shows the state */
     PetscCall(MPMBalanceAfterStep(sim));
     PetscCall(MPMCatalystCoProcess(sim));
     PetscCall(OutputAfterStep(sim, &t0));
@@ -273,7 +312,8 @@ PetscErrorCode MPMRun(MPMSim sim)
   sim->wall_steps += t1 - t0;
   if (!stop && sim->t > sim->t_last_frame) PetscCall(OutputAll(sim)); /* the final state */
   PetscCall(MPMOutputSummary(sim));
-  PetscCall(PetscPrintf(sim->comm, "%s: %" PetscInt_FMT " steps, t = %g s, %lld particles (%lld deleted), %.3g particle-steps/s\n", stop ? "stopped" : "done", sim->step, sim->t,
+  PetscCall(PetscPrintf(sim->comm, "%s: %" PetscInt_FMT " steps, t = %g s, %lld particles (%lld deleted), %.3g particle-steps/s\n",
+                        stop ? "stopped" : (sim->exit_code == MPM_EXIT_NONFINITE ? "failed (non-finite state)" : "done"), sim->step, sim->t,
                         (long long)sim->n_global, (long long)sim->n_deleted, sim->wall_steps > 0 ? sim->particle_steps / sim->wall_steps : 0.0));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -37,9 +37,9 @@ static PetscErrorCode ExplicitOptions(MPMIntegrator integ, MPMSim sim)
   ex->flip        = 0.95;
   ex->cfl_elastic = 0.5;
   PetscOptionsBegin(sim->comm, NULL, "Explicit integrator", NULL);
-  PetscCall(PetscOptionsEList("-transfer", "Particle-grid transfer", NULL, TransferNames, 2, TransferNames[transfer], &transfer, NULL));
-  PetscCall(PetscOptionsReal("-flip_blend", "FLIP fraction of the PIC/FLIP blend (with -transfer flip) [-]", NULL, ex->flip, &ex->flip, NULL));
-  PetscCall(PetscOptionsReal("-cfl_elastic", "Elastic limit: dt <= cfl_elastic dx / c_p [-]", NULL, ex->cfl_elastic, &ex->cfl_elastic, NULL));
+  PetscCall(MPMOptionsEList("-transfer", "Particle-grid transfer", NULL, TransferNames, 2, TransferNames[transfer], &transfer, NULL));
+  PetscCall(MPMOptionsReal("-flip_blend", "FLIP fraction of the PIC/FLIP blend (with -transfer flip) [-]", NULL, ex->flip, &ex->flip, NULL));
+  PetscCall(MPMOptionsReal("-cfl_elastic", "Elastic limit: dt <= cfl_elastic dx / c_p [-]", NULL, ex->cfl_elastic, &ex->cfl_elastic, NULL));
   PetscOptionsEnd();
   ex->transfer = (MPMTransfer)transfer;
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -167,7 +167,7 @@ static PetscErrorCode ReadOptions(MPMSim sim, char **scripts, PetscInt *n)
   sim->catalyst_interval = 10;
   PetscOptionsBegin(sim->comm, NULL, "In-situ visualization (ParaView Catalyst)", NULL);
   PetscCall(PetscOptionsStringArray("-catalyst_script", "Catalyst Python pipeline script(s); they write into <output_dir>/catalyst", NULL, scripts, n, NULL));
-  PetscCall(PetscOptionsInt("-catalyst_interval", "Steps between Catalyst co-processing calls", NULL, sim->catalyst_interval, &sim->catalyst_interval, NULL));
+  PetscCall(MPMOptionsInt("-catalyst_interval", "Steps between Catalyst co-processing calls", NULL, sim->catalyst_interval, &sim->catalyst_interval, NULL));
   PetscOptionsEnd();
   PetscCheck(*n < MPM_MAX_NAMES, sim->comm, PETSC_ERR_USER_INPUT, "-catalyst_script lists %d or more names; at most %d are supported", MPM_MAX_NAMES, MPM_MAX_NAMES - 1);
   PetscCheck(sim->catalyst_interval > 0, sim->comm, PETSC_ERR_USER_INPUT, "-catalyst_interval must be > 0, got %" PetscInt_FMT, sim->catalyst_interval);

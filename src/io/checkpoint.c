@@ -36,9 +36,9 @@ PetscErrorCode MPMCheckpointSetUp(MPMSim sim)
   PetscFunctionBeginUser;
   sim->ckpt_keep = 2;
   PetscOptionsBegin(sim->comm, NULL, "Checkpoint and restart", NULL);
-  PetscCall(PetscOptionsInt("-checkpoint_interval", "Steps between checkpoints (0: none)", NULL, sim->ckpt_interval, &sim->ckpt_interval, NULL));
-  PetscCall(PetscOptionsReal("-checkpoint_wall", "Wall-clock seconds between checkpoints (0: none) [s]", NULL, sim->ckpt_wall, &sim->ckpt_wall, NULL));
-  PetscCall(PetscOptionsInt("-checkpoint_keep", "Number of newest checkpoints kept", NULL, sim->ckpt_keep, &sim->ckpt_keep, NULL));
+  PetscCall(MPMOptionsInt("-checkpoint_interval", "Steps between checkpoints (0: none)", NULL, sim->ckpt_interval, &sim->ckpt_interval, NULL));
+  PetscCall(MPMOptionsReal("-checkpoint_wall", "Wall-clock seconds between checkpoints (0: none) [s]", NULL, sim->ckpt_wall, &sim->ckpt_wall, NULL));
+  PetscCall(MPMOptionsInt("-checkpoint_keep", "Number of newest checkpoints kept", NULL, sim->ckpt_keep, &sim->ckpt_keep, NULL));
   PetscCall(PetscOptionsString("-restart", "Continue from a checkpoint file, or 'latest' in -output_dir/checkpoints (a fresh start if there is none)", NULL, sim->restart,
                                sim->restart, sizeof(sim->restart), NULL));
   PetscOptionsEnd();
@@ -395,20 +395,53 @@ PetscErrorCode MPMCheckpointAfterStep(MPMSim sim, PetscBool *stop)
 }
 
 /* ---------------------------------------------------------------- restart */
-/* Rank 0: the newest complete checkpoint in OUTDIR/checkpoints ("" if none). */
-static void LatestRank0(MPMSim sim, char *path, size_t len)
+/* Rank 0: can this checkpoint be read?  Opened serially: an HDF5 file
+ * with the run state and the particle ids (a truncated or overwritten file
+ * fails here).  why: the reason when not. */
+static PetscBool IntactRank0(const char *path, char *why, size_t len)
 {
-  char           dir[PETSC_MAX_PATH_LEN + 16];
+  hid_t     f;
+  PetscBool ok;
+
+  H5E_BEGIN_TRY { f = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT); }
+  H5E_END_TRY;
+  if (f < 0) {
+    snprintf(why, len, "not a readable HDF5 file");
+    return PETSC_FALSE;
+  }
+  H5E_BEGIN_TRY { ok = H5Aexists(f, "step_frame_n_deleted_emitted_dim_ranks_seed") > 0 && H5Lexists(f, "particles", H5P_DEFAULT) > 0 && H5Lexists(f, "particles/id", H5P_DEFAULT) > 0; }
+  H5E_END_TRY;
+  if (!ok) snprintf(why, len, "no run state or particle ids");
+  H5Fclose(f);
+  return ok;
+}
+
+static int CompareDescending(const void *a, const void *b) { return *(const int *)b - *(const int *)a; }
+
+/* Rank 0: the newest intact checkpoint in OUTDIR/checkpoints ("" if none);
+ * damaged newer ones are skipped, saying which and why. */
+static void LatestRank0(MPMSim sim, char *path, size_t len, int *found)
+{
+  char           dir[PETSC_MAX_PATH_LEN + 16], why[128];
   DIR           *d;
   struct dirent *e;
-  int            best = -1;
+  int            steps[4096], n = 0;
 
   path[0] = 0;
+  *found  = 0;
   snprintf(dir, sizeof(dir), "%s/checkpoints", sim->outdir);
   if (!(d = opendir(dir))) return;
-  while ((e = readdir(d))) best = PetscMax(best, CheckpointStep(e->d_name));
+  while ((e = readdir(d)) && n < 4096)
+    if (CheckpointStep(e->d_name) >= 0) steps[n++] = CheckpointStep(e->d_name);
   closedir(d);
-  if (best >= 0 && (size_t)snprintf(path, len, "%s/ckpt_%08d.h5", dir, best) >= len) path[0] = 0; /* too long: treat as none */
+  *found = n;
+  qsort(steps, (size_t)n, sizeof(int), CompareDescending);
+  for (int k = 0; k < n; k++) {
+    if ((size_t)snprintf(path, len, "%s/ckpt_%08d.h5", dir, steps[k]) >= len) break; /* too long: treat as none */
+    if (IntactRank0(path, why, sizeof(why))) return;
+    fprintf(stderr, "granular-mpm: -restart latest: skipping %s (%s)\n", path, why);
+  }
+  path[0] = 0;
 }
 
 static PetscErrorCode ReadState(MPMSim sim, hid_t file, const char *what, int64_t *ranks)
@@ -604,8 +637,12 @@ PetscErrorCode MPMCheckpointRestart(MPMSim sim, PetscBool *restarted)
   if (!sim->restart[0]) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(PetscStrcmp(sim->restart, "latest", &latest));
   if (latest) {
-    if (sim->rank == 0) LatestRank0(sim, path, sizeof(path));
+    int found = 0;
+    if (sim->rank == 0) LatestRank0(sim, path, sizeof(path), &found);
     PetscCall(MPMBroadcastString(sim->comm, path, sizeof(path)));
+    PetscCall(MPMBroadcastInt(sim->comm, &found));
+    PetscCheck(path[0] || !found, sim->comm, PETSC_ERR_USER_INPUT, "-restart latest: all %d checkpoints in %s/checkpoints are damaged (see above); give one with -restart FILE or remove them",
+               found, sim->outdir);
     if (!path[0]) {
       PetscCall(PetscPrintf(sim->comm, "-restart latest: no checkpoint in %s/checkpoints, starting from the beginning\n", sim->outdir));
       PetscFunctionReturn(PETSC_SUCCESS);

@@ -273,6 +273,35 @@ static double PeakRSSBytes(void)
   return 1024.0 * (double)ru.ru_maxrss; /* Linux reports kB */
 }
 
+/* JSON has no NaN or infinity: such numbers (printed by %g as nan, -nan,
+ * inf, -inf) become null.  text has room for len bytes. */
+static PetscErrorCode JsonFiniteNumbers(char *text, size_t len)
+{
+  static const char *bad[] = {"-nan", "nan", "-inf", "inf"};
+  char              *out, *w;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscMalloc1(2 * strlen(text) + 1, &out));
+  w = out;
+  for (const char *r = text; *r;) {
+    size_t    k = 0, n = 0;
+    const int value_start = r > text && (r[-1] == ' ' || r[-1] == '[');
+    for (; value_start && k < 4; k++) {
+      n = strlen(bad[k]);
+      if (!strncmp(r, bad[k], n) && (r[n] == ',' || r[n] == ']' || r[n] == '\n')) break;
+    }
+    if (value_start && k < 4) {
+      memcpy(w, "null", 4);
+      w += 4;
+      r += n;
+    } else *w++ = *r++;
+  }
+  *w = 0;
+  PetscCall(PetscStrncpy(text, out, len));
+  PetscCall(PetscFree(out));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* The integrator's run totals as summary.json lines ("integrator_<name>"),
  * none for an integrator without statistics. */
 static PetscErrorCode StatsTotals(MPMSim sim, char *buf, size_t len)
@@ -319,7 +348,8 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
                           MPMVersion(), sim->size, sim->dim, (long long)d.n, (long long)sim->n_deleted, (long long)sim->n_emitted, sim->step, sim->t,
                           sim->step ? sim->dt_lo : 0.0, sim->step ? sim->dt_hi : 0.0, d.mass, d.mom[0], d.mom[1], d.mom[2], d.ke, d.ee, wall, sim->wall_steps, psteps,
                           rate, rate / sim->size, sim->species[0]->p.bytes, rss[0], rss_sum, sim->frame, counts, nodes, sim->balance_node_cost, sim->rebalances, sim->ckpt_count, sim->ckpt_seconds,
-                          stats, sim->exit_code == MPM_EXIT_CHECKPOINTED ? "checkpointed" : "finished"));
+                          stats, sim->exit_code == MPM_EXIT_CHECKPOINTED ? "checkpointed" : (sim->exit_code == MPM_EXIT_NONFINITE ? "nonfinite" : "finished")));
+  PetscCall(JsonFiniteNumbers(text, tlen));
   PetscCall(PetscSNPrintf(path, sizeof(path), "%s/summary.json", sim->outdir));
   PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? MPMWriteFileAtomic(path, text) : PETSC_SUCCESS, "writing summary.json"));
   PetscCall(PetscFree3(text, counts, nodes));

@@ -56,12 +56,12 @@ PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial m, PetscOptionItems *
   else p = (MPMDruckerPragerParams *)m->ctx;
   m->ctx = p;
   PetscCall(PetscSNPrintf(prefix, sizeof(prefix), "%s_", m->name));
-  PetscCall(PetscOptionsReal("-friction_angle", "Friction angle phi without hardening [deg]", NULL, phi, &phi, &phiset));
+  PetscCall(MPMOptionsReal("-friction_angle", "Friction angle phi without hardening [deg]", NULL, phi, &phi, &phiset));
   PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-hardening", "Hardening h0,h1,h2,h3 of phi_F = h0 + (h1 q - h3) exp(-h2 q) [deg] (instead of -friction_angle)", 4, h, &hset));
   PetscCheck(!(hset && phiset), PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_friction_angle and -%s_hardening exclude each other (h0 of the hardening law is the initial friction angle)", m->name, m->name);
   p->cohesion = 0;
-  PetscCall(PetscOptionsReal("-cohesion", "Mohr-Coulomb cohesion c [Pa]", NULL, p->cohesion, &p->cohesion, NULL));
-  PetscCall(PetscOptionsEList("-cone", "Drucker-Prager cone matched to Mohr-Coulomb (plane_strain is exact Mohr-Coulomb in 2D)", NULL, ConeNames, 2, ConeNames[cone], &cone, NULL));
+  PetscCall(MPMOptionsReal("-cohesion", "Mohr-Coulomb cohesion c [Pa]", NULL, p->cohesion, &p->cohesion, NULL));
+  PetscCall(MPMOptionsEList("-cone", "Drucker-Prager cone matched to Mohr-Coulomb (plane_strain is exact Mohr-Coulomb in 2D)", NULL, ConeNames, 2, ConeNames[cone], &cone, NULL));
   p->dim    = (int)m->dim;
   p->mu     = m->mu;
   p->lambda = m->lambda;

@@ -49,9 +49,9 @@ static PetscErrorCode MPMMaterialListTypes(char *buf, size_t len)
 PetscErrorCode MPMMaterialElasticOptions(MPMMaterial m, PetscOptionItems *PetscOptionsObject)
 {
   PetscFunctionBeginUser;
-  PetscCall(PetscOptionsReal("-density", "Density of the solid material [kg/m^3]", NULL, m->density, &m->density, NULL));
-  PetscCall(PetscOptionsReal("-youngs_modulus", "Young's modulus E [Pa]", NULL, m->E, &m->E, NULL));
-  PetscCall(PetscOptionsReal("-poisson_ratio", "Poisson's ratio nu [-]", NULL, m->nu, &m->nu, NULL));
+  PetscCall(MPMOptionsReal("-density", "Density of the solid material [kg/m^3]", NULL, m->density, &m->density, NULL));
+  PetscCall(MPMOptionsReal("-youngs_modulus", "Young's modulus E [Pa]", NULL, m->E, &m->E, NULL));
+  PetscCall(MPMOptionsReal("-poisson_ratio", "Poisson's ratio nu [-]", NULL, m->nu, &m->nu, NULL));
   PetscCheck(m->density > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_density must be > 0 kg/m^3, got %g", m->name, m->density);
   PetscCheck(m->E > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_youngs_modulus must be > 0 Pa, got %g", m->name, m->E);
   PetscCheck(m->nu > -1.0 && m->nu < 0.5, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_poisson_ratio must be in (-1, 0.5), got %g", m->name, m->nu);
