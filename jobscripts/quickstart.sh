@@ -15,7 +15,7 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${MPM_BUILD_DIR:-$root/build}
 jobs=${MPM_JOBS:-$(nproc)}
 
-packages="build-essential cmake pkg-config git libopenmpi-dev openmpi-bin petsc-dev libhdf5-openmpi-dev hdf5-tools
+packages="build-essential cmake pkg-config git libopenmpi-dev openmpi-bin petsc-dev libhdf5-openmpi-dev hdf5-tools libyaml-dev
 python3-h5py python3-numpy python3-matplotlib paraview paraview-dev python3-paraview xvfb xauth slurm-wlm munge"
 
 missing=""

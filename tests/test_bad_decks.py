@@ -28,6 +28,8 @@ CASES = [
     (["-bc_ylo_friction", "-0.1"], "-bc_ylo_friction must be >= 0"),
     (["-dx", "0.007"], "-dx 0.007 does not divide"),
     (["-dx", "abc"], "(option -dx abc)"),
+    (["-column_ppc", "2.5"], "(option -column_ppc 2.5)"),
+    (["-delete_outside", "maybe"], "(option -delete_outside maybe)"),
     (["-gravity", "0,-9.81,0"], "-gravity needs 2 comma-separated values, got more than 2"),
     (["-gravity", "nan,-9.81"], "-gravity: value 1 (nan"),
     (["-column_velocity", "1,0,5"], "-column_velocity needs 2"),
@@ -71,6 +73,26 @@ for extra, expect in CASES:
     ok = p.returncode == 1 and expect in err and "frame" not in p.stdout and "PETSC ERROR" not in err
     c.true(" ".join(extra)[:48], ok, "exit %d: %s" % (p.returncode, [l for l in err.splitlines() if "error" in l][:1] or err[-300:]))
     c.true("  no output frames written", not os.path.exists(os.path.join(out, "frames", "frame_00000.h5")))
+# malformed YAML: file, line and column, no PETSc trace
+good = open(T.deck(DECK), "rb").read()
+YAML = [
+    ("tab", good.replace(b"\n  xlo:", b"\n\txlo:", 1), ":15:1: found character that cannot start any token"),
+    ("unclosed bracket", b"dim: [2\ndx: 0.1\n", ":2:3: did not find expected ',' or ']'"),
+    ("bad quote", b"dim: 2\nmaterials: 'sand\n", "found unexpected end of stream"),
+    ("garbage bytes", bytes(range(128, 256)), "invalid"),
+    ("UTF-16", good.decode().encode("utf-16"), "the deck is UTF-16 encoded"),
+    ("deep nesting", b"a:\n b:\n  c:\n   d:\n    e:\n     f:\n      g:\n       h:\n        i: 1\n", "nested deeper than 8 levels"),
+    ("a list, not a mapping", b"- dim\n- 2\n", "a deck is a mapping of options"),
+]
+for name, text, expect in YAML:
+    out = T.outdir("bad_yaml")
+    os.makedirs(out)
+    path = os.path.join(out, "deck.yaml")
+    with open(path, "wb") as f:
+        f.write(text)
+    p = T.run(2, ["-options_file_yaml", path, "-output_dir", out], check=False)
+    c.true("YAML %s: refused with file:line:column" % name, p.returncode == 1 and expect in p.stderr and path in p.stderr and "PETSC ERROR" not in p.stderr,
+           "exit %d: %s" % (p.returncode, p.stderr.strip().splitlines()[0][:160] if p.stderr.strip() else ""))
 missing = T.run(1, ["-options_file_yaml", "/nonexistent/deck.yaml"], check=False)
 c.true("missing deck file: exit 1 and named", missing.returncode == 1 and "/nonexistent/deck.yaml" in missing.stderr, missing.stderr.strip()[:200])
 c.done()

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <yaml.h>
 
 static const char help[] = "granular-mpm: distributed explicit material point method for granular flows.\n"
                            "Usage: mpiexec -n N granular-mpm -options_file_yaml inputs/<deck>.yaml [-option value ...]\n"
@@ -34,16 +35,32 @@ static int HasElement(const char *list, const char *item)
   return 0;
 }
 
-/* PETSc's message for an unparsable number does not say which option it
+/* The offending value in PETSc's messages for an unparsable number,
+ * integer or logical value ("" if the message is none of those). */
+static void BadValue(const char *mess, char *bad, size_t len)
+{
+  const char *b = strstr(mess, "Input string "), *e = NULL;
+  bad[0]        = 0;
+  if (b) {
+    b += 13;
+    e = strstr(b, " has no ");
+  } else if ((b = strstr(mess, "Unknown logical value: "))) {
+    b += 23;
+    e = b + strcspn(b, " \n");
+  }
+  if (!b || !e || (size_t)(e - b) >= len) return;
+  memcpy(bad, b, (size_t)(e - b));
+  bad[e - b] = 0;
+}
+
+/* PETSc's message for an unparsable value does not say which option it
  * came from; name the options that carry the offending value. */
 static void NameBadValue(const char *mess, char *out, size_t len)
 {
-  const char *b = strstr(mess, "Input string "), *e = b ? strstr(b, " has no numeric value") : NULL;
-  char        bad[256], *all = NULL;
+  char bad[256], *all = NULL;
   out[0] = 0;
-  if (!b || !e || (size_t)(e - b - 13) >= sizeof(bad)) return;
-  memcpy(bad, b + 13, (size_t)(e - b - 13));
-  bad[e - b - 13] = 0;
+  BadValue(mess, bad, sizeof(bad));
+  if (!bad[0]) return;
   if (PetscOptionsGetAll(NULL, &all)) return;
   for (char *tok = strtok(all, " "), *opt = NULL; tok; tok = strtok(NULL, " ")) {
     if (tok[0] == '-' && (tok[1] < '0' || tok[1] > '9') && tok[1] != '.') opt = tok;
@@ -77,14 +94,71 @@ static int Finish(PetscErrorCode ierr)
   return (int)ierr;
 }
 
-/* A missing deck would otherwise fail deep inside PetscInitialize with a
- * stack trace: say it plainly, once (Open MPI names the rank before MPI starts). */
+#define MPM_YAML_MAX_DEPTH 8 /* decks nest two levels (bc: xlo:); PETSc's loader has a fixed limit */
+
+/* One YAML event; 0 with a message naming file, line and column on a
+ * syntax error (PETSc's loader would print a stack trace and abort). */
+static int YamlEvent(yaml_parser_t *parser, yaml_event_t *ev, const char *path, char *msg, size_t len)
+{
+  if (yaml_parser_parse(parser, ev)) return 1;
+  snprintf(msg, len, "%s:%lu:%lu: %s%s%s%s", path, (unsigned long)parser->problem_mark.line + 1, (unsigned long)parser->problem_mark.column + 1,
+           parser->problem ? parser->problem : "syntax error", parser->context ? " (" : "", parser->context ? parser->context : "", parser->context ? ")" : "");
+  return 0;
+}
+
+/* Parse a YAML deck before PETSc does: syntax, encoding (UTF-8), a mapping
+ * at the top, bounded nesting.  0 and a message if it is not a deck. */
+static int CheckYamlDeck(const char *path, char *msg, size_t len)
+{
+  FILE         *f = fopen(path, "rb");
+  yaml_parser_t parser;
+  yaml_event_t  ev;
+  int           ok = 1, depth = 0, first = 1;
+
+  if (!f) {
+    snprintf(msg, len, "%s: cannot read the deck file", path);
+    return 0;
+  }
+  yaml_parser_initialize(&parser);
+  yaml_parser_set_input_file(&parser, f);
+  for (int done = 0; ok && !done;) {
+    if (!(ok = YamlEvent(&parser, &ev, path, msg, len))) break;
+    if (ev.type == YAML_STREAM_START_EVENT && ev.data.stream_start.encoding != YAML_UTF8_ENCODING && ev.data.stream_start.encoding != YAML_ANY_ENCODING) {
+      snprintf(msg, len, "%s: the deck is UTF-16 encoded; save it as UTF-8", path);
+      ok = 0;
+    } else if (ev.type == YAML_MAPPING_START_EVENT || ev.type == YAML_SEQUENCE_START_EVENT || ev.type == YAML_SCALAR_EVENT) {
+      if (first && ev.type != YAML_MAPPING_START_EVENT) {
+        snprintf(msg, len, "%s:%lu:%lu: a deck is a mapping of options (key: value lines)", path, (unsigned long)ev.start_mark.line + 1, (unsigned long)ev.start_mark.column + 1);
+        ok = 0;
+      }
+      first = 0;
+      if (ev.type != YAML_SCALAR_EVENT && ++depth > MPM_YAML_MAX_DEPTH) {
+        snprintf(msg, len, "%s:%lu:%lu: nested deeper than %d levels", path, (unsigned long)ev.start_mark.line + 1, (unsigned long)ev.start_mark.column + 1, MPM_YAML_MAX_DEPTH);
+        ok = 0;
+      }
+    } else if (ev.type == YAML_MAPPING_END_EVENT || ev.type == YAML_SEQUENCE_END_EVENT) depth--;
+    done = ev.type == YAML_STREAM_END_EVENT;
+    yaml_event_delete(&ev);
+  }
+  yaml_parser_delete(&parser);
+  fclose(f);
+  return ok;
+}
+
+/* A missing or malformed deck would otherwise fail deep inside
+ * PetscInitialize with a stack trace: say it plainly, once (Open MPI names
+ * the rank before MPI starts). */
 static int CheckDeckFiles(int argc, char **argv)
 {
   const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+  char        msg[1024];
   for (int i = 1; i + 1 < argc; i++) {
     if (strcmp(argv[i], "-options_file_yaml") && strcmp(argv[i], "-options_file")) continue;
-    if (access(argv[i + 1], R_OK) == 0) continue;
+    if (access(argv[i + 1], R_OK) == 0) {
+      if (strcmp(argv[i], "-options_file_yaml") || CheckYamlDeck(argv[i + 1], msg, sizeof(msg))) continue;
+      if (!rank || !strcmp(rank, "0")) fprintf(stderr, "granular-mpm: error: -options_file_yaml %s\n", msg);
+      return 1;
+    }
     if (!rank || !strcmp(rank, "0")) fprintf(stderr, "granular-mpm: error: %s %s: cannot read the deck file\n", argv[i], argv[i + 1]);
     return 1;
   }
