@@ -84,13 +84,21 @@ static PetscErrorCode InputErrorHandler(MPI_Comm comm, int line, const char *fun
 /* Input errors are raised on every rank alike (all ranks check the same
  * replicated values), so the run can finalize cleanly and exit 1 instead of
  * aborting MPI. */
-static int Finish(PetscErrorCode ierr)
+static int Finish(MPMSim *sim, PetscErrorCode ierr)
 {
   if (IsInputError(ierr)) { /* evaluated while in_setup still says where it happened */
     PetscOptionsSetValue(NULL, "-options_left", "0"); /* the message already said what was wrong */
+    MPMDestroy(sim);
     PetscFinalize();
     return 1;
   }
+  /* Any other failure may have happened on this rank alone, while the
+   * others wait in a collective (a write, a reduction): returning would
+   * leave them, and this rank's HDF5 clean-up, waiting forever.  End the
+   * whole job; PETSc's traceback above says where and why. */
+  fprintf(stderr, "granular-mpm: error: runtime failure (PETSc error %d) on rank %d: aborting every rank\n", (int)ierr, (int)PetscGlobalRank);
+  fflush(stderr);
+  PETSCABORT(PETSC_COMM_WORLD, ierr);
   return (int)ierr;
 }
 
@@ -177,10 +185,10 @@ int main(int argc, char **argv)
   PetscCall(MPMCreate(PETSC_COMM_WORLD, &sim));
   in_setup = PETSC_TRUE;
   ierr     = MPMSetFromOptions(sim);
-  if (ierr) return Finish(ierr);
+  if (ierr) return Finish(&sim, ierr);
   in_setup = PETSC_FALSE;
   ierr     = MPMRun(sim);
-  if (ierr) return Finish(ierr);
+  if (ierr) return Finish(&sim, ierr);
   const int code = MPMExitCode(sim);
   PetscCall(MPMDestroy(&sim));
   PetscCall(PetscPopErrorHandler());

@@ -103,19 +103,17 @@ static PetscErrorCode FrameAttributes(MPMSim sim, hid_t file)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Every output array, and the Polyvertex connectivity 0..N-1 ParaView needs. */
-static PetscErrorCode WriteParticles(MPMSpecies *sp, MPMH5File *F)
+/* Every output array (computed before the file is created, so a failure
+ * to allocate them touches no file), and the Polyvertex connectivity
+ * 0..N-1 ParaView needs. */
+static PetscErrorCode WriteParticles(PetscInt n, const MPMOutputArray *arr, MPMH5File *F)
 {
-  MPMOutputArray *arr;
-  PetscInt        n;
-  int64_t        *conn;
+  int64_t *conn;
 
   PetscFunctionBeginUser;
-  PetscCall(MPMOutputArraysGet(sp, &n, &arr));
   for (PetscInt k = 0; k < n; k++) PetscCall(MPMH5WriteArray(F, arr[k].name, H5Type(arr[k].type), arr[k].ncomp, arr[k].data));
-  PetscCall(MPMOutputArraysRestore(n, &arr));
-  PetscCall(PetscMalloc1(sp->p.n + 1, &conn));
-  for (PetscInt q = 0; q < sp->p.n; q++) conn[q] = F->offset + q;
+  PetscCall(PetscMalloc1(F->n + 1, &conn));
+  for (PetscInt q = 0; q < F->n; q++) conn[q] = F->offset + q;
   PetscCall(MPMH5WriteArray(F, "connectivity", H5T_NATIVE_INT64, 1, conn));
   PetscCall(PetscFree(conn));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -197,21 +195,25 @@ static PetscErrorCode FrameFinishRank0(MPMSim sim, const char *tmp, const char *
 
 PetscErrorCode MPMOutputFrame(MPMSim sim)
 {
-  MPMSpecies *sp = sim->species[0];
-  char        path[PETSC_MAX_PATH_LEN], tmp[PETSC_MAX_PATH_LEN];
-  MPMH5File   F;
+  MPMSpecies     *sp = sim->species[0];
+  char            path[PETSC_MAX_PATH_LEN], tmp[PETSC_MAX_PATH_LEN];
+  MPMH5File       F;
+  MPMOutputArray *arr;
+  PetscInt        na;
 
   PetscFunctionBeginUser;
   PetscCheck(sim->nspecies == 1, sim->comm, PETSC_ERR_SUP, "Frames of more than one particle species are not implemented yet");
   PetscCall(PetscLogEventBegin(MPM_EVENT_OUTPUT, 0, 0, 0, 0));
   PetscCall(PetscSNPrintf(path, sizeof(path), "%s/frames/frame_%05" PetscInt_FMT ".h5", sim->outdir, sim->frame));
   PetscCall(PetscSNPrintf(tmp, sizeof(tmp), "%s.tmp", path));
+  PetscCall(MPMOutputArraysGet(sp, &na, &arr));
   PetscCall(MPMH5Create(sim->comm, tmp, &F));
   F.n = sp->p.n;
   PetscCall(MPMGlobalOffset(sim->comm, F.n, &F.offset, &F.total));
-  PetscCall(WriteParticles(sp, &F));
+  PetscCall(WriteParticles(na, arr, &F));
   PetscCall(FrameAttributes(sim, F.file));
   PetscCall(MPMH5Close(&F));
+  PetscCall(MPMOutputArraysRestore(na, &arr));
   PetscCall(MPMBarrier(sim->comm)); /* every rank's data is in the file before it gets its final name */
   PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? FrameFinishRank0(sim, tmp, path, F.total) : PETSC_SUCCESS, "naming the frame or writing particles.xmf"));
   sim->frame++;
