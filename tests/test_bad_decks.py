@@ -63,6 +63,7 @@ CASES = [
     (["-sand_youngs_modulus", "1e300"], "The largest stable time step is"),
     (["-dt_max", "1e-300"], "The largest stable time step is"),
     (["-t_end", "1e20"], "more than 1e9"),
+    (["-dx", "0.00003125"], "GB are free per rank"),
 ]
 
 c = T.Checks("bad decks are refused before stepping")

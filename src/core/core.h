@@ -234,6 +234,10 @@ PetscErrorCode MPMRegionsSetUp(MPMSim sim);
 PetscErrorCode MPMSeedRegions(MPMSim sim);
 PetscErrorCode MPMEmittersSetUp(MPMSim sim);
 PetscErrorCode MPMEmittersStep(MPMSim sim, double t_new, int64_t *emitted);
+double         MPMSeedUpperBound(const MPMSim sim);
+
+/* memory.c */
+PetscErrorCode MPMMemoryCheck(MPMSim sim, double bytes_per_particle, PetscInt grid_dof);
 
 /* ---------------------------------------------------------------- the run */
 typedef struct {
@@ -340,5 +344,6 @@ PetscErrorCode MPMAllGatherInt64(MPI_Comm comm, int64_t value, int64_t *all);
 PetscErrorCode MPMBarrier(MPI_Comm comm);
 PetscErrorCode MPMBroadcastInt(MPI_Comm comm, int *value);
 PetscErrorCode MPMBroadcastString(MPI_Comm comm, char *buf, size_t len);
+PetscErrorCode MPMRanksOnNode(MPI_Comm comm, int *n);
 
 #endif

@@ -290,3 +290,15 @@ PetscErrorCode MPMBroadcastInt(MPI_Comm comm, int *value)
   PetscCallMPI(MPI_Bcast(value, 1, MPI_INT, 0, comm));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+
+/* How many ranks of comm share this rank's node (its memory). */
+PetscErrorCode MPMRanksOnNode(MPI_Comm comm, int *n)
+{
+  MPI_Comm node;
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
+  PetscCallMPI(MPI_Comm_size(node, n));
+  PetscCallMPI(MPI_Comm_free(&node));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

@@ -352,3 +352,23 @@ PetscErrorCode MPMEmittersStep(MPMSim sim, double t_new, int64_t *emitted)
   for (PetscInt e = 0; e < sim->nem; e++) PetscCall(EmitterStep(sim, &sim->em[e], t_new, emitted));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+
+/* An upper bound of the particles this rank will hold from the regions
+ * (every lattice point of each region's box in this slab) and the
+ * emitters (everything they release up to -t_end): for the memory check. */
+double MPMSeedUpperBound(const MPMSim sim)
+{
+  double n = 0;
+  for (PetscInt r = 0; r < sim->nreg; r++) {
+    const MPMRegion *R = &sim->reg[r];
+    PetscInt         ilo[3], ihi[3], nfull[4];
+    RegionLattice(sim, R, sim->layout.h / R->ppc, ilo, ihi, nfull);
+    n += (double)PetscMax(0, ihi[0] - ilo[0]) * PetscMax(0, ihi[1] - ilo[1]) * PetscMax(0, ihi[2] - ilo[2]);
+  }
+  for (PetscInt e = 0; e < sim->nem; e++) {
+    const MPMEmitter *E = &sim->em[e];
+    const double      t = PetscMax(0.0, PetscMin(sim->t_end, E->t_stop) - E->t_start);
+    n += E->per_layer * (t * E->speed / (sim->layout.h / E->ppc) + 1);
+  }
+  return n;
+}

@@ -22,6 +22,7 @@ PetscErrorCode MPMCreate(MPI_Comm comm, MPMSim *simout)
   PetscCall(PetscNew(&sim));
   sim->comm = comm;
   PetscCall(MPMParallelSetUp(sim));
+  PetscCall(MPMCheckpointInstallSignals(sim)); /* before the (possibly long) set-up: a signal then stops after the first step */
   *simout = sim;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -91,6 +92,9 @@ PetscErrorCode MPMSetFromOptions(MPMSim sim)
   PetscCall(MPMCatalystSetUp(sim));
   PetscCall(MPMCheckpointSetUp(sim));
   PetscCall(MPMBalanceSetUp(sim));
+  /* before the grid fields exist: the method's own state (APIC C and tau,
+   * 2 dim^2 values) and its widest grid field (FLIP: 1 + 2 dim) as the bound */
+  PetscCall(MPMMemoryCheck(sim, (double)sim->species[0]->p.bytes + 16.0 * sim->dim * sim->dim, 1 + 2 * sim->dim));
   PetscCall(sim->integ->ops.setup(sim->integ, sim));
   if (!sim->help) PetscCall(CheckTimeScales(sim));
   PetscCall(CheckUniqueNames(sim));
@@ -297,7 +301,6 @@ PetscErrorCode MPMRun(MPMSim sim)
   PetscFunctionBeginUser;
   if (sim->help) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(PetscTime(&sim->wall_start));
-  PetscCall(MPMCheckpointInstallSignals(sim)); /* before the (possibly long) set-up: a signal then stops after the first step */
   PetscCall(StartState(sim));
   PetscCall(PetscTime(&t0));
   while (!stop && sim->t < sim->t_end * (1 - 1e-12) && (sim->max_steps < 0 || sim->step < sim->max_steps)) {
