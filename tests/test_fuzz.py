@@ -14,11 +14,13 @@ Anything else (a signal, another exit code, a PETSc trace for bad input,
 a hang past the time limit, NaN in a finished run's output) fails the test.
 Prints the counts by outcome.  MPM_FUZZ_SEED and MPM_FUZZ_PER_DECK change
 the mutations (defaults 20261123 and 8)."""
+import concurrent.futures
 import glob
 import json
 import os
 import random
 import re
+import shutil
 import subprocess
 
 import mpmtest as T
@@ -102,33 +104,43 @@ def outcome(p, out):
     return "unclean", "exit %d: %s" % (code, err.strip()[-300:])
 
 
+def run_one(job):
+    """One mutated deck on n ranks, in its own directory: (kind, detail)."""
+    name, n, mutated, what, dx = job
+    out = T.outdir("fuzz_%s_%d" % (name, n))
+    os.makedirs(out)
+    path = os.path.join(out, "deck.yaml")
+    open(path, "wb").write(mutated)
+    args = ["-options_file_yaml", path, "-output_dir", os.path.join(out, "run"), "-max_steps", "3"] + (["-dx", "%.17g" % dx] if dx and "dx" not in what else [])
+    try:
+        p = T.run(n, args, check=False, timeout=TIMEOUT)
+        kind, detail = outcome(p, os.path.join(out, "run"))
+    except subprocess.TimeoutExpired:
+        subprocess.run(["pkill", "-KILL", "-f", "granular-mpm.*fuzz_%s_%d" % (name, n)])
+        kind, detail = "unclean", "no end within %d s" % TIMEOUT
+    if kind != "unclean":
+        shutil.rmtree(out, ignore_errors=True)  # keep only what failed, with its deck
+    return kind, "%s (%s, %d rank%s): %s" % (name, what, n, "s" if n > 1 else "", detail)
+
+
 c = T.Checks("deck fuzzing (seed %d, %d mutations per deck)" % (SEED, PER_DECK))
 rng = random.Random(SEED)
 decks = sorted(glob.glob(os.path.join(T.SOURCE, "inputs", "*.yaml")) + glob.glob(os.path.join(T.SOURCE, "inputs", "verification", "*.yaml")))
-counts, unclean, runs = {}, [], 0
+jobs = []
 for deck in decks:
     text = open(deck, "rb").read()
     dx = coarse_dx(text)
     for k in range(PER_DECK):
         mutated, what = mutate(text, rng)
         name = "%s_%d" % (os.path.basename(deck)[:-5], k)
-        for n in ((1, 2) if runs % 3 == 0 else (1,)):
-            out = T.outdir("fuzz")
-            os.makedirs(out)
-            path = os.path.join(out, "deck.yaml")
-            open(path, "wb").write(mutated)
-            args = ["-options_file_yaml", path, "-output_dir", os.path.join(out, "run"), "-max_steps", "3"] + (["-dx", "%.17g" % dx] if dx and b"dx" not in what.encode() else [])
-            runs += 1
-            try:
-                p = T.run(n, args, check=False, timeout=TIMEOUT)
-                kind, detail = outcome(p, os.path.join(out, "run"))
-            except subprocess.TimeoutExpired:
-                subprocess.run(["pkill", "-KILL", "-f", "granular-mpm.*fuzz"])
-                kind, detail = "unclean", "no end within %d s" % TIMEOUT
-            counts[kind] = counts.get(kind, 0) + 1
-            if kind == "unclean":
-                unclean.append("%s (%s, %d rank%s): %s" % (name, what, n, "s" if n > 1 else "", detail))
-                open(os.path.join(T.OUTPUT, "fuzz_unclean_%s_%d.yaml" % (name, n)), "wb").write(mutated)
+        for n in ((1, 2) if len(jobs) % 3 == 0 else (1,)):
+            jobs.append((name, n, mutated, what, dx))
+counts, unclean, runs = {}, [], len(jobs)
+with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:  # the runs are short; mpiexec's start-up dominates
+    for kind, detail in pool.map(run_one, jobs):
+        counts[kind] = counts.get(kind, 0) + 1
+        if kind == "unclean":
+            unclean.append(detail)
 print("  outcomes of %d runs (%d decks): %s" % (runs, len(decks), ", ".join("%s %d" % kv for kv in sorted(counts.items()))))
 for u in unclean:
     print("  UNCLEAN " + u)
