@@ -40,6 +40,11 @@ PetscErrorCode MPMOptionsGetNames(MPI_Comm comm, const char *title, const char *
   PetscCall(PetscOptionsStringArray(opt, help, NULL, names, n, NULL));
   PetscOptionsEnd();
   PetscCheck(*n < MPM_MAX_NAMES, comm, PETSC_ERR_USER_INPUT, "%s lists %d or more names; at most %d are supported", opt, MPM_MAX_NAMES, MPM_MAX_NAMES - 1);
+  for (PetscInt i = 0; i < *n; i++) {
+    size_t len;
+    PetscCall(PetscStrlen(names[i], &len));
+    PetscCheck(len > 0 && len < MPM_NAME_LEN - 1, comm, PETSC_ERR_USER_INPUT, "%s: the name '%s' must have 1 to %d characters", opt, names[i], MPM_NAME_LEN - 2);
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
