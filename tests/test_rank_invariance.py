@@ -29,18 +29,20 @@ decks = [
     # slabs along y: the column is tall, so every rank holds part of it
     ("column_collapse_2d.yaml", ["-dx", "0.00625", "-max_steps", "100", "-output_dt", "1", "-slab_axis", "y"], (1, 2, 3)),
     ("ball_into_sand_3d.yaml", ["-dx", "0.02", "-ball_radius", "0.06", "-max_steps", "100", "-output_dt", "1"], (1, 2, 3)),
+    ("column_collapse_2d.yaml", ["-dx", "0.00625", "-max_steps", "100", "-output_dt", "1", "-slab_axis", "y", "-transfer", "aflip"], (1, 2, 3)),
 ]
 for deck, extra, ranks in decks:
+    label = deck + (" aflip" if "aflip" in extra else "")
     states = {}
     for n in ranks:
-        out = T.outdir("rank_invariance_%s_%d" % (deck.split(".")[0], n))
+        out = T.outdir("rank_invariance_%s_%d" % (label.replace(".yaml", "").replace(" ", "_"), n))
         T.run_deck(deck, n, out, *extra)
         states[n] = final_state(out)
         c.true("%s %d ranks recorded rank count" % (deck, n), states[n]["ranks"] == n)
         per_rank = T.mpmio.summary(out)["particles_per_rank"]
         c.true("%s %d ranks: every rank holds particles" % (deck, n), len(per_rank) == n and min(per_rank) > 0, str(per_rank))
     for n in ranks[1:]:
-        compare(c, "%s 1 vs %d ranks" % (deck, n), states[ranks[0]], states[n])
+        compare(c, "%s 1 vs %d ranks" % (label, n), states[ranks[0]], states[n])
     moving = np.abs(states[1]["velocity"]).max()
     c.true("%s the state is not trivial (max |v| > 0.05 m/s)" % deck, moving > 0.05, "max |v| = %.3g m/s" % moving)
 c.done()

@@ -30,11 +30,14 @@ typedef struct {
 /* P2G (K7, K9) fused with the explicit force (K23): adds to the grid
  *   mass      w m
  *   momentum  w m (v + C (x_i - x_p)) - dt V0 tau grad w
- * C is the APIC velocity gradient B D^-1; pass C = NULL for PIC/FLIP. */
+ * C is the APIC velocity gradient B D^-1 (APIC and affine FLIP); pass
+ * C = NULL for plain PIC/FLIP. */
 void mpm_p2g(const MPMGridBox *g, const MPMParticleView *p, double dt, double *grid);
 
 /* G2P (K11-K15): new particle velocity (APIC when flip < 0, otherwise the
- * PIC/FLIP blend with FLIP fraction `flip`), C = B D^-1 (zero for FLIP),
+ * PIC/FLIP blend with FLIP fraction `flip`: v = v_grid + flip (v_p - v_grid^n)),
+ * C = B D^-1 when C is given (APIC; with flip >= 0 that is affine FLIP,
+ * Fei et al. 2021),
  * position x += dt v_grid, F_E <- (I + dt grad v) F_E.  Returns the
  * largest particle speed squared (for the CFL time step). */
 double mpm_g2p(const MPMGridBox *g, const double *grid, double dt, double flip, MPMParticleView *p);

@@ -10,8 +10,11 @@
  * deviatoric stress norm. */
 #include "integrators.h"
 
-typedef enum { MPM_TRANSFER_APIC = 0, MPM_TRANSFER_FLIP } MPMTransfer;
-static const char *const TransferNames[] = {"apic", "flip", "MPMTransfer", "MPM_TRANSFER_", NULL};
+/* APIC (Jiang et al. 2015, Klar et al.), PIC/FLIP, and affine FLIP: the
+ * FLIP blend of the velocity with APIC's affine C kept and transferred
+ * (Fei et al. 2021, "Revisiting integration in the material point method"). */
+typedef enum { MPM_TRANSFER_APIC = 0, MPM_TRANSFER_FLIP, MPM_TRANSFER_AFLIP } MPMTransfer;
+static const char *const TransferNames[] = {"apic", "flip", "aflip", "MPMTransfer", "MPM_TRANSFER_", NULL};
 
 /* Field indices of one species. */
 typedef struct {
@@ -37,8 +40,9 @@ static PetscErrorCode ExplicitOptions(MPMIntegrator integ, MPMSim sim)
   ex->flip        = 0.95;
   ex->cfl_elastic = 0.5;
   PetscOptionsBegin(sim->comm, NULL, "Explicit integrator", NULL);
-  PetscCall(MPMOptionsEList("-transfer", "Particle-grid transfer", NULL, TransferNames, 2, TransferNames[transfer], &transfer, NULL));
-  PetscCall(MPMOptionsReal("-flip_blend", "FLIP fraction of the PIC/FLIP blend (with -transfer flip) [-]", NULL, ex->flip, &ex->flip, NULL));
+  PetscCall(MPMOptionsEList("-transfer", "Particle-grid transfer: apic, flip (PIC/FLIP blend), aflip (affine FLIP: APIC's C with the FLIP blend)", NULL, TransferNames, 3,
+                            TransferNames[transfer], &transfer, NULL));
+  PetscCall(MPMOptionsReal("-flip_blend", "FLIP fraction of the blend (with -transfer flip or aflip) [-]", NULL, ex->flip, &ex->flip, NULL));
   PetscCall(MPMOptionsReal("-cfl_elastic", "Elastic limit: dt <= cfl_elastic dx / c_p [-]", NULL, ex->cfl_elastic, &ex->cfl_elastic, NULL));
   PetscOptionsEnd();
   ex->transfer = (MPMTransfer)transfer;
@@ -146,7 +150,7 @@ static PetscErrorCode SpeciesSetUp(Explicit *ex, MPMSim sim, PetscInt s)
   PetscCall(MPMParticlesFindField(&sp->p, "Jp", &f->f_Jp));
   PetscCheck(f->f_Fe >= 0 && f->f_Jp >= 0, sim->comm, PETSC_ERR_PLIB, "Species %s has no elastoplastic state", sp->name);
   PetscCall(PetscSNPrintf(name, sizeof(name), "%s_momentum", sp->name));
-  PetscCall(MPMGridFieldCreate(sim, name, 1 + (ex->transfer == MPM_TRANSFER_FLIP ? 2 : 1) * sim->dim, PETSC_FALSE, &sp->grid));
+  PetscCall(MPMGridFieldCreate(sim, name, 1 + (ex->transfer == MPM_TRANSFER_APIC ? 1 : 2) * sim->dim, PETSC_FALSE, &sp->grid)); /* FLIP keeps v^n */
   PetscCall(MPMSpeciesAddDerived(sp, "volume", 1, DerivedVolume, f));
   PetscCall(MPMSpeciesAddDerived(sp, "pressure", 1, DerivedPressure, f));
   PetscCall(MPMSpeciesAddDerived(sp, "dev_stress_norm", 1, DerivedDevStress, f));
@@ -308,7 +312,7 @@ static PetscErrorCode ExplicitView(MPMIntegrator integ, char *buf, size_t len)
   const Explicit *ex = (const Explicit *)integ->data;
 
   PetscFunctionBeginUser;
-  PetscCall(PetscStrncpy(buf, ex->transfer == MPM_TRANSFER_APIC ? "APIC" : "PIC/FLIP", len));
+  PetscCall(PetscStrncpy(buf, ex->transfer == MPM_TRANSFER_APIC ? "APIC" : (ex->transfer == MPM_TRANSFER_FLIP ? "PIC/FLIP" : "affine PIC/FLIP"), len));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

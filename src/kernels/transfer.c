@@ -190,7 +190,7 @@ ALWAYS_INLINE double g2p_generic(const int dim, const int order, const int split
     if (sp2 > vmax2) vmax2 = sp2;
     if (Cp)
       for (int a = 0; a < dim; a++)
-        for (int b = 0; b < dim; b++) Cp[q * dim * dim + a * dim + b] = flip < 0 ? Bc[b][1 + a] * dinv : 0.0;
+        for (int b = 0; b < dim; b++) Cp[q * dim * dim + a * dim + b] = Bc[b][1 + a] * dinv; /* APIC, and affine FLIP */
     /* (K14, K16): F_E <- (I + dt grad v) F_E */
     double Fn[9];
     for (int a = 0; a < dim; a++)
