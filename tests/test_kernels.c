@@ -1402,6 +1402,82 @@ static void test_dp_batch(void)
   }
 }
 
+/* Volume correction (Tampubolon et al. 2017, s. 4.3.4): a particle that
+ * expands is projected to the tip (stress free) and stores the log volume
+ * it gained; compressed back to its original volume it is stress free and
+ * the store is empty, where without the correction it would be in
+ * compression.  The cone case keeps the volume (nothing stored), and the
+ * lane-parallel kernel gives the scalar one's results. */
+static void test_dp_volume_correction(int dim)
+{
+  const MPMDruckerPragerParams p = dp_params(dim, MPM_CONE_COMPRESSION, 30.0, 0.0);
+  double                       R1[9], R2[9], F[9], Fn[9], tau[9], q = 0, Jp = 1, vc = 0, G[9];
+  const double                 grow = 0.01, taus = 2 * p.mu * grow;
+  random_rotation(dim, R1);
+  random_rotation(dim, R2);
+  const double ex[3] = {grow, grow, grow};
+  F_from_strain(dim, R1, ex, R2, F); /* isotropic expansion: to the tip */
+  MPMPlasticCase c = mpm_dp_update_vc(&p, F, &q, &Jp, &vc, tau);
+  CHECK(c, MPM_CASE_TIP, 0, "DP %dD volume correction: expansion -> tip", dim);
+  CHECK(vc, dim * grow, 1e-13, "DP %dD volume correction: stores the log volume gained, d * eps (T26)", dim);
+  CHECK(log(Jp), dim * grow, 1e-13, "DP %dD volume correction: Jp took up the same volume", dim);
+  /* compress back to the original volume: F <- exp(-grow) F */
+  for (int a = 0; a < dim * dim; a++) Fn[a] = exp(-grow) * F[a];
+  memcpy(G, Fn, sizeof G);
+  c = mpm_dp_update_vc(&p, Fn, &q, &Jp, &vc, tau);
+  CHECK(maxabs(dim * dim, tau), 0, 1e-10 * taus, "DP %dD volume correction: compressed back, stress free", dim);
+  CHECK(vc, 0, 1e-13, "DP %dD volume correction: compressed back, nothing stored", dim);
+  CHECK(log(Jp), 0, 1e-13, "DP %dD volume correction: compressed back, Jp = 1", dim);
+  double q2 = 0, J2 = 1;
+  mpm_dp_update(&p, G, &q2, &J2, tau);
+  double tr = 0;
+  for (int a = 0; a < dim; a++) tr += tau[a * dim + a];
+  CHECK(tr < -0.5 * dim * dim * grow * (p.lambda + 2 * p.mu / dim) * 0.5, 1, 0, "DP %dD without the correction: the same state is in compression", dim);
+  /* a cone projection keeps the volume: nothing stored */
+  const double es[3] = {-0.02, 0.015, -0.01}; /* compressive trace in 2D and 3D */
+  F_from_strain(dim, R1, es, R2, F);
+  vc = 0;
+  c  = mpm_dp_update_vc(&p, F, &q, &Jp, &vc, tau);
+  CHECK(c, MPM_CASE_CONE, 0, "DP %dD volume correction: shear -> cone", dim);
+  CHECK(vc, 0, 1e-14, "DP %dD volume correction: the cone keeps the volume, vc stays 0", dim);
+}
+
+static void test_dp_volume_correction_batch(void)
+{
+  enum { N = 157 };
+  const MPMDruckerPragerParams p = dp_params(3, MPM_CONE_COMPRESSION, 30.0, 0.0);
+  static double F1[N * 9], F2[N * 9], q1[N], q2[N], J1[N], J2[N], v1[N], v2[N], t1[N * 9], t2[N * 9];
+  static uint8_t c1[N], c2[N];
+  double         eF = 0, ev = 0, et = 0, ts = 0;
+  int            same = 1, cases[3] = {0, 0, 0};
+  for (int i = 0; i < N; i++) {
+    double R1[9], R2[9], sv[3], M[9];
+    random_rotation(3, R1);
+    random_rotation(3, R2);
+    const double vol = urange(-0.02, 0.02);
+    for (int k = 0; k < 3; k++) sv[k] = exp(vol / 3 + urange(-0.02, 0.02));
+    rot_diag_rot(3, R1, sv, R2, M);
+    memcpy(F1 + 9 * i, M, sizeof M);
+    q1[i] = urange(0, 1);
+    J1[i] = urange(0.95, 1.05);
+    v1[i] = i % 3 ? urange(0, 0.03) : 0.0; /* some with a stored volume */
+  }
+  memcpy(F2, F1, sizeof F1), memcpy(q2, q1, sizeof q1), memcpy(J2, J1, sizeof J1), memcpy(v2, v1, sizeof v1);
+  for (int i = 0; i < N; i++) cases[c1[i] = (uint8_t)mpm_dp_update_vc(&p, F1 + 9 * i, q1 + i, J1 + i, v1 + i, t1 + 9 * i)]++;
+  mpm_dp_update_n_vc(&p, N, F2, q2, J2, v2, t2, c2);
+  for (int i = 0; i < N; i++) {
+    same &= c1[i] == c2[i];
+    eF = fmax(eF, maxdiff(9, F1 + 9 * i, F2 + 9 * i));
+    ev = fmax(ev, fabs(v1[i] - v2[i]));
+    et = fmax(et, maxdiff(9, t1 + 9 * i, t2 + 9 * i));
+    ts = fmax(ts, maxabs(9, t1 + 9 * i));
+  }
+  CHECK(same && cases[0] && cases[1] && cases[2], 1, 0, "DP volume correction batch: same cases as scalar, all three occur (I %d, II %d, III %d)", cases[0], cases[1], cases[2]);
+  CHECK(eF, 0, 1e-13, "DP volume correction batch: max |F_E batch - scalar|");
+  CHECK(ev, 0, 1e-13, "DP volume correction batch: max |vc batch - scalar|");
+  CHECK(et / ts, 0, 1e-11, "DP volume correction batch: max |tau batch - scalar| / max |tau|");
+}
+
 int main(void)
 {
   printf("%-74s %-20s %-20s %-7s %s\n", "check", "value", "expected", "tol", "result");
@@ -1427,6 +1503,9 @@ int main(void)
   }
   test_dp_mohr_coulomb();
   test_dp_batch();
+  test_dp_volume_correction(2);
+  test_dp_volume_correction(3);
+  test_dp_volume_correction_batch();
 
   section("5. Hyperelastic stress = d psi / d F");
   for (int dim = 2; dim <= 3; dim++) {

@@ -166,6 +166,16 @@ MPMPlasticCase mpm_dp_update(const MPMDruckerPragerParams *p, double *Fe, double
  * and the returned case pcase one per particle), lane-parallel in 3D. */
 void mpm_dp_update_n(const MPMDruckerPragerParams *p, int n, double *Fe, double *q, double *Jp, double *tau, uint8_t *pcase);
 
+/* The same with the volume correction of Tampubolon et al. 2017 (s. 4.3.4):
+ * vc, one per particle, is the log of the volume a particle gained by
+ * projections (to the tip, under expansion) and not yet given back; the
+ * projection acts on the Hencky strain plus vc/d I (T27), and vc takes up
+ * log det F_E before minus after the projection (T26).  So a particle that
+ * expanded stress-free can be compressed back to its volume stress-free.
+ * vc = NULL: no correction (mpm_dp_update). */
+MPMPlasticCase mpm_dp_update_vc(const MPMDruckerPragerParams *p, double *Fe, double *q, double *Jp, double *vc, double *tau);
+void           mpm_dp_update_n_vc(const MPMDruckerPragerParams *p, int n, double *Fe, double *q, double *Jp, double *vc, double *tau, uint8_t *pcase);
+
 /* Hencky elasticity, no plasticity: tau from F_E. */
 void mpm_hencky_stress(int dim, double mu, double lambda, const double *Fe, double *tau);
 /* Hencky energy density psi(F) = mu tr((ln S)^2) + lambda/2 (tr ln S)^2 (K25). */

@@ -106,21 +106,23 @@ static void fe_project(int d, const double *U, const double *eps, const double *
   *Jp *= exp(lnj); /* det F = det F_E det F_P is unchanged by the projection (K17) */
 }
 
-MPMPlasticCase mpm_dp_update(const MPMDruckerPragerParams *p, double *Fe, double *q, double *Jp, double *tau)
+MPMPlasticCase mpm_dp_update_vc(const MPMDruckerPragerParams *p, double *Fe, double *q, double *Jp, double *vc, double *tau)
 {
   const int d = p->dim;
   double    U[9], eps[3], H[3], alpha = p->alpha0, tr_apex = p->tr_apex0, dq;
   hencky_strain(d, Fe, eps, U);
   if (p->hardening) mpm_dp_cone(p, *q, &alpha, &tr_apex);
-  for (int i = 0; i < d; i++) H[i] = eps[i];
+  for (int i = 0; i < d; i++) H[i] = vc ? eps[i] + *vc / d : eps[i]; /* (T27): the strain plus the volume gained */
   const MPMPlasticCase c = mpm_dp_project(p, alpha, tr_apex, H, &dq);
-  if (c != MPM_CASE_ELASTIC) {
-    fe_project(d, U, eps, H, Fe, Jp);
-    *q += dq; /* (K29) */
-  }
+  if (c != MPM_CASE_ELASTIC || (vc && *vc != 0.0)) fe_project(d, U, eps, H, Fe, Jp);
+  if (c != MPM_CASE_ELASTIC) *q += dq; /* (K29) */
+  if (vc)
+    for (int i = 0; i < d; i++) *vc += eps[i] - H[i]; /* (T26): log det F_E before minus after */
   hencky_tau(d, p->mu, p->lambda, U, H, tau);
   return c;
 }
+
+MPMPlasticCase mpm_dp_update(const MPMDruckerPragerParams *p, double *Fe, double *q, double *Jp, double *tau) { return mpm_dp_update_vc(p, Fe, q, Jp, NULL, tau); }
 
 /* ------------------------------------------------------------------------ */
 /* Drucker-Prager on MPM_LANES particles at once (3D)                        */
@@ -238,22 +240,24 @@ static void lanes_flow(const int *plastic, const double U[9][L], const double e[
   }
 }
 
-static void dp_update_lanes(const MPMDruckerPragerParams *p, int nl, double *Fe, double *q, double *Jp, double *tau, uint8_t *pcase)
+static void dp_update_lanes(const MPMDruckerPragerParams *p, int nl, double *Fe, double *q, double *Jp, double *vc, double *tau, uint8_t *pcase)
 {
-  double       F[9][L], A[6][L], lam[3][L], U[9][L], eps[3][L], H[3][L], tr[L], nh[L], n2tip[L], dq[L], alpha[L], trap[L], qv[L], jv[L];
+  double       F[9][L], A[6][L], lam[3][L], U[9][L], eps[3][L], ep[3][L], H[3][L], tr[L], nh[L], n2tip[L], dq[L], alpha[L], trap[L], qv[L], jv[L], vcv[L];
   int          cs[L], plastic[L], any_plastic = 0;
   const double coef = (3 * p->lambda + 2.0 * p->mu) / (2.0 * p->mu);
 
   /* the lanes' state (an undeformed particle in unused lanes) and b = F F^T */
   for (int l = 0; l < nl; l++) {
     for (int k = 0; k < 9; k++) F[k][l] = Fe[9 * l + k];
-    qv[l] = q[l];
-    jv[l] = Jp[l];
+    qv[l]  = q[l];
+    jv[l]  = Jp[l];
+    vcv[l] = vc ? vc[l] : 0.0;
   }
   for (int l = nl; l < L; l++) {
     for (int k = 0; k < 9; k++) F[k][l] = (k % 4 == 0);
-    qv[l] = 0.0;
-    jv[l] = 1.0;
+    qv[l]  = 0.0;
+    jv[l]  = 1.0;
+    vcv[l] = 0.0;
   }
   FOR_LANES(l)
   {
@@ -270,6 +274,10 @@ static void dp_update_lanes(const MPMDruckerPragerParams *p, int nl, double *Fe,
     lanes_log(lam[k], eps[k]);
     FOR_LANES(l) eps[k][l] *= 0.5;
   }
+  /* the strain projected: with the volume correction, plus the volume gained (T27) */
+  if (vc)
+    for (int k = 0; k < 3; k++) FOR_LANES(l) ep[k][l] = eps[k][l] + vcv[l] / 3;
+  double(*EP)[L] = vc ? ep : eps;
 
   /* the cone at the lanes' hardening state */
   if (p->hardening)
@@ -286,9 +294,9 @@ static void dp_update_lanes(const MPMDruckerPragerParams *p, int nl, double *Fe,
   FOR_LANES(l)
   {
     double n2 = 0, m2 = 0;
-    tr[l] = eps[0][l] + eps[1][l] + eps[2][l];
+    tr[l] = EP[0][l] + EP[1][l] + EP[2][l];
     for (int k = 0; k < 3; k++) {
-      const double hat = eps[k][l] - tr[l] / 3, e = eps[k][l] - trap[l] / 3;
+      const double hat = EP[k][l] - tr[l] / 3, e = EP[k][l] - trap[l] / 3;
       n2 += hat * hat;
       m2 += e * e;
     }
@@ -305,11 +313,11 @@ static void dp_update_lanes(const MPMDruckerPragerParams *p, int nl, double *Fe,
     const double dg  = nh[l] + coef * trs * alpha[l];        /* (K27) */
     const int    tip = nh[l] == 0.0 || trs > 0.0;            /* expansion: all stress released */
     cs[l]            = dg <= 0.0 ? MPM_CASE_ELASTIC : tip ? MPM_CASE_TIP : MPM_CASE_CONE;
-    plastic[l]       = cs[l] != MPM_CASE_ELASTIC;
+    plastic[l]       = cs[l] != MPM_CASE_ELASTIC || vcv[l] != 0.0; /* a stored volume gain changes F_E also in Case I */
     for (int k = 0; k < 3; k++) {
-      const double hat = eps[k][l] - tr[l] / 3;
-      const double Hc  = eps[k][l] - dg * hat / nh[l];       /* (K28): trace kept */
-      H[k][l]          = cs[l] == MPM_CASE_ELASTIC ? eps[k][l] : cs[l] == MPM_CASE_TIP ? trap[l] / 3 : Hc;
+      const double hat = EP[k][l] - tr[l] / 3;
+      const double Hc  = EP[k][l] - dg * hat / nh[l];        /* (K28): trace kept */
+      H[k][l]          = cs[l] == MPM_CASE_ELASTIC ? EP[k][l] : cs[l] == MPM_CASE_TIP ? trap[l] / 3 : Hc;
     }
     dq[l] = cs[l] == MPM_CASE_ELASTIC ? 0.0 : cs[l] == MPM_CASE_TIP ? n2tip[l] : dg;
     any_plastic |= plastic[l];
@@ -333,11 +341,13 @@ static void dp_update_lanes(const MPMDruckerPragerParams *p, int nl, double *Fe,
     {
       jv[l] = plastic[l] ? jv[l] * e[3][l] : jv[l];
       qv[l] += dq[l];
+      vcv[l] += x[3][l]; /* (T26): log det F_E before minus after */
     }
     for (int l = 0; l < nl; l++) {
       for (int k = 0; k < 9; k++) Fe[9 * l + k] = F[k][l];
       q[l]  = qv[l];
       Jp[l] = jv[l];
+      if (vc) vc[l] = vcv[l];
     }
   }
 
@@ -366,17 +376,22 @@ static void dp_update_lanes(const MPMDruckerPragerParams *p, int nl, double *Fe,
   }
 }
 
-void mpm_dp_update_n(const MPMDruckerPragerParams *p, int n, double *Fe, double *q, double *Jp, double *tau, uint8_t *pcase)
+void mpm_dp_update_n_vc(const MPMDruckerPragerParams *p, int n, double *Fe, double *q, double *Jp, double *vc, double *tau, uint8_t *pcase)
 {
   const int d2 = p->dim * p->dim;
   if (p->dim != 3) {
-    for (int i = 0; i < n; i++) pcase[i] = (uint8_t)mpm_dp_update(p, Fe + d2 * i, &q[i], &Jp[i], tau + d2 * i);
+    for (int i = 0; i < n; i++) pcase[i] = (uint8_t)mpm_dp_update_vc(p, Fe + d2 * i, &q[i], &Jp[i], vc ? &vc[i] : NULL, tau + d2 * i);
     return;
   }
   for (int i = 0; i < n; i += L) {
     const int nl = n - i < L ? n - i : L;
-    dp_update_lanes(p, nl, Fe + 9 * i, q + i, Jp + i, tau + 9 * i, pcase + i);
+    dp_update_lanes(p, nl, Fe + 9 * i, q + i, Jp + i, vc ? vc + i : NULL, tau + 9 * i, pcase + i);
   }
+}
+
+void mpm_dp_update_n(const MPMDruckerPragerParams *p, int n, double *Fe, double *q, double *Jp, double *tau, uint8_t *pcase)
+{
+  mpm_dp_update_n_vc(p, n, Fe, q, Jp, NULL, tau, pcase);
 }
 
 void mpm_hencky_stress(int d, double mu, double lambda, const double *Fe, double *tau)

@@ -1,7 +1,18 @@
 /* Drucker-Prager sand (Klar et al. 2016, sections 6.3 and 7): Hencky-strain
  * elasticity, the three-case return mapping with volume-preserving
- * non-associative flow, hardening (K29-K31) and optional cohesion. */
+ * non-associative flow, hardening (K29-K31), optional cohesion, and the
+ * optional volume correction of Tampubolon et al. 2017 (s. 4.3.4), which
+ * keeps the volume a particle gained in projections to the tip in a
+ * per-particle field ("volume_correction") and lets it be given back
+ * stress-free. */
 #include "materials.h"
+
+/* The kernel's parameters first, so the ops can take either. */
+typedef struct {
+  MPMDruckerPragerParams k;
+  PetscBool              volume_correction;
+  PetscInt               f_vc; /* its field, -1 without */
+} DPContext;
 
 static const char *const ConeNames[] = {"compression", "plane_strain", "MPMConeMatch", "MPM_CONE_", NULL};
 
@@ -9,7 +20,22 @@ static const char *const ConeNames[] = {"compression", "plane_strain", "MPMConeM
  * kernel over the run of particles. */
 static void DPCommit(const MPMMaterial m, int n, const MPMMaterialPoints *pts)
 {
-  mpm_dp_update_n((const MPMDruckerPragerParams *)m->ctx, n, pts->Fe, pts->q, pts->Jp, pts->tau, pts->pcase);
+  const DPContext *c = (const DPContext *)m->ctx;
+  mpm_dp_update_n_vc(&c->k, n, pts->Fe, pts->q, pts->Jp, c->f_vc >= 0 ? MPMFieldReal(pts->p, c->f_vc) + pts->q0 : NULL, pts->tau, pts->pcase);
+}
+
+/* The volume-correction scalar, when asked for: checkpointed, migrated and
+ * written to frames like any field. */
+static PetscErrorCode DPDeclareFields(MPMMaterial m, MPMParticles *p)
+{
+  DPContext *c = (DPContext *)m->ctx;
+
+  PetscFunctionBeginUser;
+  c->f_vc = -1;
+  if (!c->volume_correction) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(MPMParticlesRegisterField(p, "volume_correction", MPM_FIELD_REAL, 1, NULL, MPM_FIELD_STATE, &c->f_vc));
+  PetscCall(MPMParticlesSetOutput(p, c->f_vc, "volume_correction", MPM_FIELD_REAL, PETSC_FALSE));
+  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 static void DPStress(const MPMMaterial m, const double *Fe, double *tau)
@@ -45,6 +71,7 @@ static PetscErrorCode DPCheckHardening(MPMMaterial m, const MPMDruckerPragerPara
 
 PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial m, PetscOptionItems *PetscOptionsObject)
 {
+  DPContext              *ctx;
   MPMDruckerPragerParams *p;
   double                  phi = 30.0, h[4] = {35, 9, 0.2, 10};
   PetscInt                cone = m->dim == 2 ? MPM_CONE_PLANE_STRAIN : MPM_CONE_COMPRESSION;
@@ -52,9 +79,11 @@ PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial m, PetscOptionItems *
   char                    prefix[MPM_NAME_LEN + 1];
 
   PetscFunctionBeginUser;
-  if (!m->ctx) PetscCall(PetscNew(&p));
-  else p = (MPMDruckerPragerParams *)m->ctx;
-  m->ctx = p;
+  if (!m->ctx) PetscCall(PetscNew(&ctx));
+  else ctx = (DPContext *)m->ctx;
+  m->ctx    = ctx;
+  p         = &ctx->k;
+  ctx->f_vc = -1;
   PetscCall(PetscSNPrintf(prefix, sizeof(prefix), "%s_", m->name));
   PetscCall(MPMOptionsReal("-friction_angle", "Friction angle phi without hardening [deg]", NULL, phi, &phi, &phiset));
   PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-hardening", "Hardening h0,h1,h2,h3 of phi_F = h0 + (h1 q - h3) exp(-h2 q) [deg] (instead of -friction_angle)", 4, h, &hset));
@@ -80,6 +109,10 @@ PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial m, PetscOptionItems *
   p->h3 *= PETSC_PI / 180;
   PetscCall(DPCheckHardening(m, p));
   mpm_dp_setup(p);
+  ctx->volume_correction = PETSC_FALSE;
+  PetscCall(PetscOptionsBool("-volume_correction", "Give back stress-free the volume gained in projections to the cone tip (Tampubolon et al. 2017, s. 4.3.4)", NULL,
+                             ctx->volume_correction, &ctx->volume_correction, NULL));
+  m->ops.declare_fields = DPDeclareFields;
   m->flags      = MPM_MATERIAL_PLASTIC;
   m->ops.commit = DPCommit;
   m->ops.stress = DPStress;

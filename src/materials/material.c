@@ -191,6 +191,8 @@ PetscErrorCode MPMMaterialsPoints(MPMSpecies *sp, PetscInt f_tau, PetscInt q0, M
   pts->Jp    = MPMFieldReal(p, jp) + q0;
   pts->q     = MPMFieldReal(p, hq) + q0;
   pts->pcase = MPMFieldUInt8(p, pc) + q0;
+  pts->p     = p;
+  pts->q0    = q0;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -21,6 +21,8 @@ typedef struct {
   double  *Jp;    /* plastic volume ratio det F_P */
   double  *q;     /* hardening state */
   uint8_t *pcase; /* outcome of the return mapping (MPMPlasticCase) */
+  MPMParticles *p; /* the particles, for a model's own fields: they start at q0 */
+  PetscInt      q0;
 } MPMMaterialPoints;
 
 /* Capability flags: an integrator that needs one refuses a material without it. */
