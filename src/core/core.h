@@ -46,6 +46,7 @@ PetscErrorCode MPMOptionsIntChecked(PetscOptionItems *PetscOptionsObject, const 
 PetscErrorCode MPMOptionsEListChecked(PetscOptionItems *PetscOptionsObject, const char opt[], const char text[], const char man[], const char *const *list, PetscInt ntext,
                                       const char cur[], PetscInt *val, PetscBool *set);
 PetscErrorCode MPMVectorTame(PetscInt d, double *v);
+PetscErrorCode MPMFunctionListNames(PetscFunctionList list, char *buf, size_t len);
 #define MPMOptionsReal(a, b, c, d, e, f)         MPMOptionsRealChecked(PetscOptionsObject, a, b, c, d, e, f)
 #define MPMOptionsInt(a, b, c, d, e, f)          MPMOptionsIntChecked(PetscOptionsObject, a, b, c, d, e, f)
 #define MPMOptionsEList(a, b, c, d, e, f, g, h) MPMOptionsEListChecked(PetscOptionsObject, a, b, c, d, e, f, g, h)

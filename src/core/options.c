@@ -55,6 +55,24 @@ PetscErrorCode MPMOptionsFreeNames(char **names, PetscInt n)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* "a, b, c": the names registered in a PetscFunctionList, for messages. */
+PetscErrorCode MPMFunctionListNames(PetscFunctionList list, char *buf, size_t len)
+{
+  const char **names;
+  int          n;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscFunctionListGet(list, &names, &n));
+  buf[0] = 0;
+  for (int i = 0; i < n; i++) {
+    if (!names[i] || !names[i][0]) continue;
+    PetscCall(PetscStrlcat(buf, buf[0] ? ", " : "", len));
+    PetscCall(PetscStrlcat(buf, names[i], len));
+  }
+  PetscCall(PetscFree(names));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* The option was given with an empty value ("-dx" alone, "dx:" in a deck). */
 static PetscErrorCode CheckNotEmpty(PetscOptionItems *PetscOptionsObject, const char opt[])
 {

@@ -84,31 +84,29 @@ static PetscErrorCode DerivedVolume(void *ctx, const MPMParticles *p, double *ou
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode DerivedPressure(void *ctx, const MPMParticles *p, double *out)
+/* out[q] = -tr(sigma)/d (pressure) or ||dev sigma|| of every particle. */
+static void CauchyInvariant(const ExplicitFields *f, const MPMParticles *p, PetscBool pressure, double *out)
 {
-  const ExplicitFields *f = (const ExplicitFields *)ctx;
-  const int             d = (int)p->dim;
-  PetscFunctionBeginUser;
+  const int d = (int)p->dim;
   for (PetscInt q = 0; q < p->n; q++) {
     const double J = mpm_det(d, MPMFieldReal(p, f->f_Fe) + q * d * d) * MPMFieldReal(p, f->f_Jp)[q];
     double       tr, s2;
     KirchhoffInvariants(d, MPMFieldReal(p, f->f_tau) + q * d * d, &tr, &s2);
-    out[q] = -tr / (d * J);
+    out[q] = pressure ? -tr / (d * J) : sqrt(s2) / J;
   }
+}
+
+static PetscErrorCode DerivedPressure(void *ctx, const MPMParticles *p, double *out)
+{
+  PetscFunctionBeginUser;
+  CauchyInvariant((const ExplicitFields *)ctx, p, PETSC_TRUE, out);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 static PetscErrorCode DerivedDevStress(void *ctx, const MPMParticles *p, double *out)
 {
-  const ExplicitFields *f = (const ExplicitFields *)ctx;
-  const int             d = (int)p->dim;
   PetscFunctionBeginUser;
-  for (PetscInt q = 0; q < p->n; q++) {
-    const double J = mpm_det(d, MPMFieldReal(p, f->f_Fe) + q * d * d) * MPMFieldReal(p, f->f_Jp)[q];
-    double       tr, s2;
-    KirchhoffInvariants(d, MPMFieldReal(p, f->f_tau) + q * d * d, &tr, &s2);
-    out[q] = sqrt(s2) / J;
-  }
+  CauchyInvariant((const ExplicitFields *)ctx, p, PETSC_FALSE, out);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

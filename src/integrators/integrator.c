@@ -23,23 +23,6 @@ PetscErrorCode MPMIntegratorRegisterAll(void)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode ListTypes(char *buf, size_t len)
-{
-  const char **names;
-  int                n;
-
-  PetscFunctionBeginUser;
-  PetscCall(PetscFunctionListGet(MPMIntegratorList, &names, &n));
-  buf[0] = 0;
-  for (int i = 0; i < n; i++) {
-    if (!names[i] || !names[i][0]) continue;
-    PetscCall(PetscStrlcat(buf, buf[0] ? ", " : "", len));
-    PetscCall(PetscStrlcat(buf, names[i], len));
-  }
-  PetscCall(PetscFree(names));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 /* -integrator NAME, then the integrator's own options. */
 PetscErrorCode MPMIntegratorCreate(MPMSim sim)
 {
@@ -56,7 +39,7 @@ PetscErrorCode MPMIntegratorCreate(MPMSim sim)
   PetscCall(PetscOptionsFList("-integrator", "Time integrator (method)", NULL, MPMIntegratorList, integ->type, integ->type, sizeof(integ->type), NULL));
   PetscOptionsEnd();
   PetscCall(PetscFunctionListFind(MPMIntegratorList, integ->type, &create));
-  PetscCall(ListTypes(types, sizeof(types)));
+  PetscCall(MPMFunctionListNames(MPMIntegratorList, types, sizeof(types)));
   PetscCheck(create, sim->comm, PETSC_ERR_USER_INPUT, "-integrator %s is not a known integrator; allowed: %s", integ->type, types);
   PetscCall(PetscSNPrintf(integ->prefix, sizeof(integ->prefix), "%s_", integ->type));
   PetscCall((*create)(integ));

@@ -27,24 +27,6 @@ PetscErrorCode MPMMaterialRegisterAll(void)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* "drucker_prager, neo_hookean, ..." in registration order. */
-static PetscErrorCode MPMMaterialListTypes(char *buf, size_t len)
-{
-  const char **names;
-  int                n;
-
-  PetscFunctionBeginUser;
-  PetscCall(PetscFunctionListGet(MPMMaterialList, &names, &n));
-  buf[0] = 0;
-  for (int i = 0; i < n; i++) {
-    if (!names[i] || !names[i][0]) continue;
-    PetscCall(PetscStrlcat(buf, buf[0] ? ", " : "", len));
-    PetscCall(PetscStrlcat(buf, names[i], len));
-  }
-  PetscCall(PetscFree(names));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 /* Density and the two elastic constants every model needs. */
 PetscErrorCode MPMMaterialElasticOptions(MPMMaterial m, PetscOptionItems *PetscOptionsObject)
 {
@@ -100,7 +82,7 @@ PetscErrorCode MPMMaterialSetUp(MPI_Comm comm, PetscInt dim, const char *name, M
   PetscCall(PetscFunctionListFind(MPMMaterialList, m->type, &create));
   if (!create || !(set || help)) {
     char types[256];
-    PetscCall(MPMMaterialListTypes(types, sizeof(types)));
+    PetscCall(MPMFunctionListNames(MPMMaterialList, types, sizeof(types)));
     PetscCheck(set || help, comm, PETSC_ERR_USER_INPUT, "-%s_type is required for material '%s' listed in -materials; allowed: %s", name, name, types);
     SETERRQ(comm, PETSC_ERR_USER_INPUT, "-%s_type %s is not a known material; allowed: %s", name, m->type, types);
   }
