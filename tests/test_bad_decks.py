@@ -1,7 +1,9 @@
 """Bad input stops the run before the first step with exit code 1 and a
 message naming the option and the allowed values; no deck crashes the
 program (no signal, no stack trace)."""
+import concurrent.futures
 import os
+
 import mpmtest as T
 
 DECK = "column_collapse_2d.yaml"
@@ -66,14 +68,22 @@ CASES = [
     (["-dx", "0.00003125"], "GB are free per rank"),
 ]
 
-c = T.Checks("bad decks are refused before stepping")
-for extra, expect in CASES:
-    out = T.outdir("bad_deck")
+def refuse(case):
+    """Run one bad deck in its own directory: (completed process, frame written?)."""
+    k, (extra, expect) = case
+    out = T.outdir("bad_deck_%d" % k)
     p = T.run_deck(DECK, 2, out, *extra, check=False)
+    return p, os.path.exists(os.path.join(out, "frames", "frame_00000.h5"))
+
+
+c = T.Checks("bad decks are refused before stepping")
+with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:  # the runs are short: mpiexec's start-up dominates
+    results = list(pool.map(refuse, enumerate(CASES)))
+for (extra, expect), (p, frame) in zip(CASES, results):
     err = p.stderr
     ok = p.returncode == 1 and expect in err and "frame" not in p.stdout and "PETSC ERROR" not in err
     c.true(" ".join(extra)[:48], ok, "exit %d: %s" % (p.returncode, [l for l in err.splitlines() if "error" in l][:1] or err[-300:]))
-    c.true("  no output frames written", not os.path.exists(os.path.join(out, "frames", "frame_00000.h5")))
+    c.true("  no output frames written", not frame)
 # malformed YAML: file, line and column, no PETSc trace
 good = open(T.deck(DECK), "rb").read()
 YAML = [
