@@ -105,11 +105,12 @@ PetscErrorCode MPMGhostGather(MPMGridField *g)
  * has no owner) and is counted; the lowest id is reported. */
 static PetscBool NonFinite(MPMParticles *p, PetscInt s, PetscInt q, MPMStepReduction *red)
 {
-  const double *x = MPMFieldReal(p, p->f_x) + q * p->dim, *v = MPMFieldReal(p, p->f_v) + q * p->dim;
-  const int64_t id = MPMFieldInt64(p, p->f_id)[q];
+  const double *x      = MPMFieldReal(p, p->f_x) + q * p->dim;
   PetscBool     finite = PETSC_TRUE;
   for (PetscInt a = 0; a < p->dim; a++) finite = finite && isfinite(x[a]);
-  if (finite) return PETSC_FALSE;
+  if (finite) return PETSC_FALSE; /* the common case reads nothing but x */
+  const double *v  = MPMFieldReal(p, p->f_v) + q * p->dim;
+  const int64_t id = MPMFieldInt64(p, p->f_id)[q];
   red->nonfinite++;
   if (id < red->nf_id) {
     red->nf_id      = id;

@@ -18,7 +18,8 @@ static const char *const TransferNames[] = {"apic", "flip", "aflip", "MPMTransfe
 
 /* Field indices of one species. */
 typedef struct {
-  PetscInt f_C, f_tau, f_Fe, f_Jp;
+  PetscInt          f_C, f_tau, f_Fe, f_Jp;
+  MPMMaterialFields mf; /* the materials' state, for their commit */
 } ExplicitFields;
 
 typedef struct {
@@ -77,21 +78,23 @@ static void KirchhoffInvariants(int d, const double *tau, double *tr, double *s2
 
 static PetscErrorCode DerivedVolume(void *ctx, const MPMParticles *p, double *out)
 {
-  const ExplicitFields *f = (const ExplicitFields *)ctx;
-  const int             d = (int)p->dim;
+  const ExplicitFields *f  = (const ExplicitFields *)ctx;
+  const int             d  = (int)p->dim;
+  const double         *V0 = MPMFieldReal(p, p->f_V0), *Fe = MPMFieldReal(p, f->f_Fe), *Jp = MPMFieldReal(p, f->f_Jp);
   PetscFunctionBeginUser;
-  for (PetscInt q = 0; q < p->n; q++) out[q] = MPMFieldReal(p, p->f_V0)[q] * (mpm_det(d, MPMFieldReal(p, f->f_Fe) + q * d * d) * MPMFieldReal(p, f->f_Jp)[q]);
+  for (PetscInt q = 0; q < p->n; q++) out[q] = V0[q] * (mpm_det(d, Fe + q * d * d) * Jp[q]);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* out[q] = -tr(sigma)/d (pressure) or ||dev sigma|| of every particle. */
 static void CauchyInvariant(const ExplicitFields *f, const MPMParticles *p, PetscBool pressure, double *out)
 {
-  const int d = (int)p->dim;
+  const int     d  = (int)p->dim;
+  const double *Fe = MPMFieldReal(p, f->f_Fe), *Jp = MPMFieldReal(p, f->f_Jp), *tau = MPMFieldReal(p, f->f_tau);
   for (PetscInt q = 0; q < p->n; q++) {
-    const double J = mpm_det(d, MPMFieldReal(p, f->f_Fe) + q * d * d) * MPMFieldReal(p, f->f_Jp)[q];
+    const double J = mpm_det(d, Fe + q * d * d) * Jp[q];
     double       tr, s2;
-    KirchhoffInvariants(d, MPMFieldReal(p, f->f_tau) + q * d * d, &tr, &s2);
+    KirchhoffInvariants(d, tau + q * d * d, &tr, &s2);
     out[q] = pressure ? -tr / (d * J) : sqrt(s2) / J;
   }
 }
@@ -144,9 +147,9 @@ static PetscErrorCode SpeciesSetUp(Explicit *ex, MPMSim sim, PetscInt s)
   PetscCall(MPMParticlesRegisterField(&sp->p, "C", MPM_FIELD_REAL, d * d, NULL, MPM_FIELD_STATE, &f->f_C));
   sp->f_affine = f->f_C; /* an initial velocity gradient is APIC's C (Klar et al. s. 5.7) */
   PetscCall(MPMParticlesRegisterField(&sp->p, "tau", MPM_FIELD_REAL, d * d, NULL, MPM_FIELD_STATE, &f->f_tau));
-  PetscCall(MPMParticlesFindField(&sp->p, "Fe", &f->f_Fe));
-  PetscCall(MPMParticlesFindField(&sp->p, "Jp", &f->f_Jp));
-  PetscCheck(f->f_Fe >= 0 && f->f_Jp >= 0, sim->comm, PETSC_ERR_PLIB, "Species %s has no elastoplastic state", sp->name);
+  PetscCall(MPMMaterialsFields(sp, &f->mf));
+  f->f_Fe = f->mf.f_Fe;
+  f->f_Jp = f->mf.f_Jp;
   PetscCall(PetscSNPrintf(name, sizeof(name), "%s_momentum", sp->name));
   PetscCall(MPMGridFieldCreate(sim, name, 1 + (ex->transfer == MPM_TRANSFER_APIC ? 1 : 2) * sim->dim, PETSC_FALSE, &sp->grid)); /* FLIP keeps v^n */
   PetscCall(MPMSpeciesAddDerived(sp, "volume", 1, DerivedVolume, f));
@@ -275,7 +278,7 @@ static PetscErrorCode Constitutive(MPMSpecies *sp, const ExplicitFields *f)
     const MPMMaterial m = sp->mat[mat[q0]];
     MPMMaterialPoints pts;
     for (q1 = q0 + 1; q1 < p->n && mat[q1] == mat[q0]; q1++) {}
-    PetscCall(MPMMaterialsPoints(sp, f->f_tau, q0, &pts));
+    MPMMaterialsPoints(sp, &f->mf, f->f_tau, q0, &pts);
     m->ops.commit(m, (int)(q1 - q0), &pts);
   }
   PetscCall(PetscLogEventEnd(MPM_EVENT_CONSTITUTIVE, 0, 0, 0, 0));

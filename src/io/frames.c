@@ -21,6 +21,7 @@ static PetscInt OutputList(const MPMSpecies *sp, MPMOutputArray *list)
     list[n].type  = fd->output_type;
     list[n].ncomp = fd->pad3 ? 3 : fd->ncomp;
     list[n].data  = NULL;
+    list[n].owned = PETSC_FALSE;
     n++;
   }
   for (PetscInt k = 0; k < sp->nderived && n < MPM_MAX_OUTPUT; k++) {
@@ -28,6 +29,7 @@ static PetscInt OutputList(const MPMSpecies *sp, MPMOutputArray *list)
     list[n].type  = MPM_FIELD_REAL;
     list[n].ncomp = sp->derived[k].ncomp;
     list[n].data  = NULL;
+    list[n].owned = PETSC_FALSE;
     n++;
   }
   return n;
@@ -68,12 +70,17 @@ PetscErrorCode MPMOutputArraysGet(MPMSpecies *sp, PetscInt *n, MPMOutputArray **
     const MPMField *fd = &p->field[f];
     if (!(fd->flags & MPM_FIELD_OUTPUT)) continue;
     (*arrays)[k] = list[k];
-    PetscCall(PetscMalloc(MPMFieldTypeSize(list[k].type) * (size_t)list[k].ncomp * (size_t)p->n + 8, &(*arrays)[k].data));
-    ConvertField(p, fd, list[k].ncomp, (*arrays)[k].data);
+    if (fd->type == fd->output_type && !fd->pad3) (*arrays)[k].data = fd->data; /* written as stored: no copy */
+    else {
+      PetscCall(PetscMalloc(MPMFieldTypeSize(list[k].type) * (size_t)list[k].ncomp * (size_t)p->n + 8, &(*arrays)[k].data));
+      ConvertField(p, fd, list[k].ncomp, (*arrays)[k].data);
+      (*arrays)[k].owned = PETSC_TRUE;
+    }
     k++;
   }
   for (PetscInt j = 0; j < sp->nderived; j++, k++) {
-    (*arrays)[k] = list[k];
+    (*arrays)[k]       = list[k];
+    (*arrays)[k].owned = PETSC_TRUE;
     PetscCall(PetscMalloc1((size_t)list[k].ncomp * (size_t)p->n + 1, (double **)&(*arrays)[k].data));
     PetscCall(sp->derived[j].fn(sp->derived[j].ctx, p, (double *)(*arrays)[k].data));
   }
@@ -83,7 +90,8 @@ PetscErrorCode MPMOutputArraysGet(MPMSpecies *sp, PetscInt *n, MPMOutputArray **
 PetscErrorCode MPMOutputArraysRestore(PetscInt n, MPMOutputArray **arrays)
 {
   PetscFunctionBeginUser;
-  for (PetscInt k = 0; k < n; k++) PetscCall(PetscFree((*arrays)[k].data));
+  for (PetscInt k = 0; k < n; k++)
+    if ((*arrays)[k].owned) PetscCall(PetscFree((*arrays)[k].data));
   PetscCall(PetscFree(*arrays));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -42,6 +42,7 @@ typedef struct {
   MPMFieldType type;  /* MPM_FIELD_REAL, _INT64 or _INT32 */
   int          ncomp;
   void        *data;  /* n x ncomp */
+  PetscBool    owned; /* a converted copy (freed by MPMOutputArraysRestore), else the field's own storage */
 } MPMOutputArray;
 
 PetscErrorCode MPMOutputArraysGet(MPMSpecies *sp, PetscInt *n, MPMOutputArray **arrays);

@@ -154,28 +154,31 @@ PetscErrorCode MPMMaterialsDestroy(MPMSpecies *sp)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode MPMMaterialsFields(const MPMSpecies *sp, MPMMaterialFields *mf)
+{
+  PetscFunctionBeginUser;
+  PetscCall(MPMParticlesFindField(&sp->p, "Fe", &mf->f_Fe));
+  PetscCall(MPMParticlesFindField(&sp->p, "Jp", &mf->f_Jp));
+  PetscCall(MPMParticlesFindField(&sp->p, "q", &mf->f_q));
+  PetscCall(MPMParticlesFindField(&sp->p, "plastic_case", &mf->f_pcase));
+  PetscCheck(mf->f_Fe >= 0 && mf->f_Jp >= 0 && mf->f_q >= 0 && mf->f_pcase >= 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Species %s has no material state", sp->name);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* The shared state of particles q0.. of the species; tau is the caller's
  * stress field (f_tau < 0: none). */
-PetscErrorCode MPMMaterialsPoints(MPMSpecies *sp, PetscInt f_tau, PetscInt q0, MPMMaterialPoints *pts)
+void MPMMaterialsPoints(MPMSpecies *sp, const MPMMaterialFields *mf, PetscInt f_tau, PetscInt q0, MPMMaterialPoints *pts)
 {
   MPMParticles  *p  = &sp->p;
   const PetscInt d2 = p->dim * p->dim;
-  PetscInt       fe, jp, hq, pc;
 
-  PetscFunctionBeginUser;
-  PetscCall(MPMParticlesFindField(p, "Fe", &fe));
-  PetscCall(MPMParticlesFindField(p, "Jp", &jp));
-  PetscCall(MPMParticlesFindField(p, "q", &hq));
-  PetscCall(MPMParticlesFindField(p, "plastic_case", &pc));
-  PetscCheck(fe >= 0 && jp >= 0 && hq >= 0 && pc >= 0, PETSC_COMM_SELF, PETSC_ERR_PLIB, "Species %s has no material state", sp->name);
-  pts->Fe    = MPMFieldReal(p, fe) + q0 * d2;
+  pts->Fe    = MPMFieldReal(p, mf->f_Fe) + q0 * d2;
   pts->tau   = f_tau >= 0 ? MPMFieldReal(p, f_tau) + q0 * d2 : NULL;
-  pts->Jp    = MPMFieldReal(p, jp) + q0;
-  pts->q     = MPMFieldReal(p, hq) + q0;
-  pts->pcase = MPMFieldUInt8(p, pc) + q0;
+  pts->Jp    = MPMFieldReal(p, mf->f_Jp) + q0;
+  pts->q     = MPMFieldReal(p, mf->f_q) + q0;
+  pts->pcase = MPMFieldUInt8(p, mf->f_pcase) + q0;
   pts->p     = p;
   pts->q0    = q0;
-  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* Elastic energy on this rank: sum of V0 psi(F_E) (K20) [J]. */
@@ -185,11 +188,10 @@ double MPMMaterialsElasticEnergy(const MPMSpecies *sp)
   const PetscInt      d2 = p->dim * p->dim;
   const int32_t      *mat = MPMFieldInt32(p, p->f_mat);
   const double       *V0  = MPMFieldReal(p, p->f_V0);
-  const double       *Fe  = NULL;
-  double              e   = 0;
-  for (PetscInt f = 0; f < p->nfield; f++)
-    if (!strcmp(p->field[f].name, "Fe")) Fe = MPMFieldReal(p, f);
-  if (!Fe) return 0;
+  PetscInt            f_Fe;
+  double              e = 0;
+  if (MPMParticlesFindField(p, "Fe", &f_Fe) || f_Fe < 0) return 0; /* a species without material state has no elastic energy */
+  const double *Fe = MPMFieldReal(p, f_Fe);
   for (PetscInt q = 0; q < p->n; q++) {
     const MPMMaterial m = sp->mat[mat[q]];
     e += V0[q] * m->ops.energy(m, Fe + q * d2);

@@ -69,7 +69,13 @@ PetscErrorCode MPMMaterialRequire(const MPMMaterial m, unsigned flags, const cha
 /* The species' materials from -materials, and the shared per-particle state. */
 PetscErrorCode MPMMaterialsSetUp(MPMSim sim, MPMSpecies *sp);
 PetscErrorCode MPMMaterialsDestroy(MPMSpecies *sp);
-PetscErrorCode MPMMaterialsPoints(MPMSpecies *sp, PetscInt f_tau, PetscInt q0, MPMMaterialPoints *pts);
+/* Indices of the shared state's fields, looked up once (MPMMaterialsFields)
+ * so that MPMMaterialsPoints costs nothing in the step. */
+typedef struct {
+  PetscInt f_Fe, f_Jp, f_q, f_pcase;
+} MPMMaterialFields;
+PetscErrorCode MPMMaterialsFields(const MPMSpecies *sp, MPMMaterialFields *mf);
+void           MPMMaterialsPoints(MPMSpecies *sp, const MPMMaterialFields *mf, PetscInt f_tau, PetscInt q0, MPMMaterialPoints *pts);
 double         MPMMaterialsElasticEnergy(const MPMSpecies *sp);
 
 PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial, PetscOptionItems *);
