@@ -1,9 +1,7 @@
 """Block on a 30 degree incline with Coulomb friction (reference-data.md s.4),
 gravity rotated so the floor stays grid-aligned.  mu = 0.2 and 0.4 slide:
 x(t) = 0.5 g (sin 30 - mu cos 30) t^2, x(1 s) = 1.603 m, pass within 2 %.
-The reference's sticking case (mu = tan 30 + 0.02, under one cell of
-movement) is not asserted: with node-wise Coulomb friction the block creeps
-at ~0.05 m/s there (docs/validation.md, "known gaps").
+The sticking case is test_static_friction.py.
 """
 import numpy as np
 import mpmtest as T

@@ -35,6 +35,7 @@ static PetscErrorCode WallsSetUp(MPMSim sim, MPMColliders c)
     w->ps.shape.type       = MPM_SHAPE_HALF_SPACE;
     w->ps.shape.n[f / 2]   = (f % 2 == 0) ? 1.0 : -1.0; /* out of the wall, into the domain */
     w->ps.c0[f / 2]        = (f % 2 == 0) ? sim->layout.lo[f / 2] : sim->layout.hi[f / 2];
+    for (PetscInt a = 0; a < d; a++) w->ps.R0[a * d + a] = 1.0;
     MPMPlacedShapeAtTime(&w->ps, d, 0.0);
   }
   PetscOptionsEnd();

@@ -198,16 +198,19 @@ int64_t        MPMLocalParticles(const MPMSim sim);
 
 /* ------------------------------------------------------ shapes in the world */
 /* A shape placed in the world: an MPMShape in its own frame plus the
- * frame's motion (centre c(t) = c0 + v t, rotation R(t) = exp(t [omega])). */
+ * frame's placement and motion (centre c(t) = c0 + v t, rotation
+ * R(t) = exp(t [omega]) R0, R0 from -<prefix>rotation). */
 typedef struct {
   MPMShape shape;
   double   c0[3], vel[3], omega[3];
-  double   c[3], R[9]; /* frame at the current time */
+  double   R0[9];        /* initial orientation */
+  double   c[3], R[9];   /* frame at the current time */
 } MPMPlacedShape;
 
 PetscErrorCode MPMShapeFromOptions(MPI_Comm comm, PetscInt dim, const char *prefix, const char *title, PetscBool allow_half_space, PetscBool allow_motion, MPMPlacedShape *ps);
 void           MPMPlacedShapeAtTime(MPMPlacedShape *ps, PetscInt dim, double t);
 double         MPMPlacedShapeEval(const MPMPlacedShape *ps, PetscInt dim, const double *x, double *grad, double *vb);
+PetscBool      MPMPlacedShapeBBox(const MPMPlacedShape *ps, PetscInt dim, double *lo, double *hi);
 
 /* ----------------------------------------------------- seeding and inflow */
 typedef enum { MPM_SAMPLING_LATTICE = 0, MPM_SAMPLING_JITTER } MPMSampling;

@@ -36,7 +36,7 @@ PetscErrorCode MPMRunOptionsRead(MPMSim sim)
   sim->gravity[1] = -9.81;
   PetscCall(MPMOptionsVector(PetscOptionsObject, "", "-gravity", "Gravitational acceleration vector [m/s^2]", sim->dim, sim->gravity, NULL));
   if (sim->dim == 2) sim->gravity[2] = 0;
-  PetscCall(MPMOptionsReal("-gravity_ramp", "Time over which gravity rises linearly from 0 to -gravity (quasi-static loading, no drop shock) [s]", NULL, sim->gravity_ramp,
+  PetscCall(MPMOptionsReal("-gravity_ramp", "Time over which gravity rises from 0 to -gravity, smoothly (half cosine: quasi-static loading, no drop shock) [s]", NULL, sim->gravity_ramp,
                              &sim->gravity_ramp, NULL));
   PetscCheck(sim->gravity_ramp >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-gravity_ramp must be >= 0 s, got %g", sim->gravity_ramp);
   PetscCall(ReadTimeOptions(sim, PetscOptionsObject));
@@ -84,8 +84,16 @@ PetscErrorCode MPMRunOptionsCheck(MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* -gravity_ramp: gravity rises linearly from 0 over the ramp time. */
-double MPMGravityScale(const MPMSim sim) { return sim->gravity_ramp > 0 ? PetscMin(1.0, sim->t / sim->gravity_ramp) : 1.0; }
+/* -gravity_ramp: gravity rises from 0 as a half cosine, so the loading rate
+ * is zero at both ends.  A linear ramp's kink at t = 0 is itself a small
+ * sudden load: it leaves an undamped elastic body vibrating, and a block
+ * held by friction near its limit then walks down a slope
+ * (docs/validation.md, "Static friction"). */
+double MPMGravityScale(const MPMSim sim)
+{
+  if (sim->gravity_ramp <= 0 || sim->t >= sim->gravity_ramp) return 1.0;
+  return 0.5 * (1.0 - cos(PETSC_PI * sim->t / sim->gravity_ramp));
+}
 
 /* PETSc's own run-time options are consumed after set-up (or not at all);
  * they are not typos. */

@@ -57,12 +57,8 @@ static PetscErrorCode RegionSetUp(MPMSim sim, PetscInt r, const char *name)
   PetscCheck(R->density > 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sdensity must be > 0 kg/m^3, got %g", prefix, R->density);
   PetscCheck(R->ppc >= 1 && R->ppc <= 8, sim->comm, PETSC_ERR_USER_INPUT, "-%sppc must be in [1, 8], got %" PetscInt_FMT, prefix, R->ppc);
   PetscCheck(R->jitter >= 0 && R->jitter <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-%sjitter must be in [0, 1], got %g", prefix, R->jitter);
-  PetscCheck(mpm_shape_bbox(&R->ps.shape, lo, hi), sim->comm, PETSC_ERR_USER_INPUT,
+  PetscCheck(MPMPlacedShapeBBox(&R->ps, sim->dim, lo, hi), sim->comm, PETSC_ERR_USER_INPUT,
              "Region '%s' is unbounded (-%sinside_out or an infinite cylinder): give it a finite shape (cylinders need -%shalf_length > 0)", name, prefix, prefix);
-  for (PetscInt a = 0; a < sim->dim; a++) {
-    lo[a] += R->ps.c0[a];
-    hi[a] += R->ps.c0[a];
-  }
   PetscCall(PetscSNPrintf(what, sizeof(what), "Region '%s' (-%sshape and its size; or set -%sclip_to_domain)", name, prefix, prefix));
   if (R->clip) {
     for (PetscInt a = 0; a < sim->dim; a++) {
@@ -95,7 +91,7 @@ static void RegionLattice(const MPMSim sim, const MPMRegion *R, double s, PetscI
 {
   const MPMLayout *g = &sim->layout;
   double         lo[3], hi[3];
-  mpm_shape_bbox(&R->ps.shape, lo, hi);
+  MPMPlacedShapeBBox(&R->ps, sim->dim, lo, hi);
   for (PetscInt a = 0; a < 3; a++) {
     if (a >= sim->dim) {
       ilo[a] = 0;
@@ -104,8 +100,8 @@ static void RegionLattice(const MPMSim sim, const MPMRegion *R, double s, PetscI
     }
     /* inside the domain; clipped in floating point first, as a huge (clipped) region has no int */
     const double n = (double)(g->cells[a] * R->ppc);
-    ilo[a]         = PetscMax(0, (PetscInt)floor(PetscMin(PetscMax((R->ps.c0[a] + lo[a] - g->lo[a]) / s, -1.0), n + 1.0)));
-    ihi[a]         = PetscMin(g->cells[a] * R->ppc, (PetscInt)ceil(PetscMin(PetscMax((R->ps.c0[a] + hi[a] - g->lo[a]) / s, -1.0), n + 1.0)));
+    ilo[a]         = PetscMax(0, (PetscInt)floor(PetscMin(PetscMax((lo[a] - g->lo[a]) / s, -1.0), n + 1.0)));
+    ihi[a]         = PetscMin(g->cells[a] * R->ppc, (PetscInt)ceil(PetscMin(PetscMax((hi[a] - g->lo[a]) / s, -1.0), n + 1.0)));
     nfull[a] = ihi[a] - ilo[a];
   }
   /* lattice points of this slab: cells [own_lo, own_hi) of the padded grid */
@@ -133,8 +129,8 @@ static void RegionVelocity(const MPMSim sim, const MPMRegion *R, const double *x
 {
   const PetscInt d = sim->dim;
   double         lo[3], hi[3], phase = 0;
-  mpm_shape_bbox(&R->ps.shape, lo, hi);
-  for (PetscInt a = 0; a < d; a++) phase += R->wavevector[a] * (x[a] - (R->ps.c0[a] + lo[a]));
+  MPMPlacedShapeBBox(&R->ps, d, lo, hi);
+  for (PetscInt a = 0; a < d; a++) phase += R->wavevector[a] * (x[a] - lo[a]);
   for (PetscInt a = 0; a < d; a++) {
     v[a] = R->sine ? R->vel[a] * sin(phase) : R->vel[a];
     for (PetscInt b = 0; b < d; b++) {

@@ -69,6 +69,8 @@ static PetscErrorCode ShapeOptions(PetscOptionItems *PetscOptionsObject, PetscIn
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+static void RotationExp(PetscInt d, const double *w, double *R);
+
 PetscErrorCode MPMShapeFromOptions(MPI_Comm comm, PetscInt d, const char *prefix, const char *title, PetscBool allow_half_space, PetscBool allow_motion,
                                    MPMPlacedShape *ps)
 {
@@ -76,6 +78,13 @@ PetscErrorCode MPMShapeFromOptions(MPI_Comm comm, PetscInt d, const char *prefix
   PetscCall(PetscMemzero(ps, sizeof(*ps)));
   PetscOptionsBegin(comm, prefix, title, NULL);
   PetscCall(ShapeOptions(PetscOptionsObject, d, prefix, allow_half_space, ps));
+  {
+    double rot[3] = {0, 0, 0}; /* degrees */
+    PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-rotation", "Initial rotation about -center: one angle in 2D, a rotation vector (axis times angle) in 3D [deg]",
+                               d == 2 ? 1 : 3, d == 2 ? &rot[2] : rot, NULL));
+    for (PetscInt a = 0; a < 3; a++) rot[a] *= PETSC_PI / 180.0;
+    RotationExp(d, rot, ps->R0);
+  }
   if (allow_motion) {
     PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-velocity", "Prescribed velocity of the object [m/s]", d, ps->vel, NULL));
     PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-angular_velocity", "Angular velocity about -center (one value in 2D) [rad/s]", d == 2 ? 1 : 3,
@@ -86,31 +95,60 @@ PetscErrorCode MPMShapeFromOptions(MPI_Comm comm, PetscInt d, const char *prefix
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Frame at time t: c = c0 + v t, R = exp(t [omega]) (Rodrigues). */
-void MPMPlacedShapeAtTime(MPMPlacedShape *ps, PetscInt d, double t)
+/* R = exp([w]) for a rotation vector w (one angle w[2] in 2D), Rodrigues;
+ * R is d x d, row-major. */
+static void RotationExp(PetscInt d, const double *w, double *R)
 {
-  const double *w = ps->omega;
-  const double  wn = sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]), th = wn * t;
-  for (PetscInt a = 0; a < 3; a++) ps->c[a] = ps->c0[a] + ps->vel[a] * t;
   if (d == 2) {
-    const double c = cos(w[2] * t), s = sin(w[2] * t);
-    ps->R[0] = c;
-    ps->R[1] = -s;
-    ps->R[2] = s;
-    ps->R[3] = c;
+    const double c = cos(w[2]), s = sin(w[2]);
+    R[0] = c;
+    R[1] = -s;
+    R[2] = s;
+    R[3] = c;
     return;
   }
-  const double k[3] = {wn > 0 ? w[0] / wn : 0, wn > 0 ? w[1] / wn : 0, wn > 0 ? w[2] / wn : 0};
+  const double th = sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]);
+  const double k[3] = {th > 0 ? w[0] / th : 0, th > 0 ? w[1] / th : 0, th > 0 ? w[2] / th : 0};
   const double c = cos(th), s = sin(th);
   for (int i = 0; i < 3; i++)
-    for (int j = 0; j < 3; j++) ps->R[i * 3 + j] = (i == j ? c : 0) + (1 - c) * k[i] * k[j];
+    for (int j = 0; j < 3; j++) R[i * 3 + j] = (i == j ? c : 0) + (1 - c) * k[i] * k[j];
   /* skew part s [k]x */
-  ps->R[1] += -s * k[2];
-  ps->R[2] += s * k[1];
-  ps->R[3] += s * k[2];
-  ps->R[5] += -s * k[0];
-  ps->R[6] += -s * k[1];
-  ps->R[7] += s * k[0];
+  R[1] += -s * k[2];
+  R[2] += s * k[1];
+  R[3] += s * k[2];
+  R[5] += -s * k[0];
+  R[6] += -s * k[1];
+  R[7] += s * k[0];
+}
+
+/* Frame at time t: c = c0 + v t, R = exp(t [omega]) R0. */
+void MPMPlacedShapeAtTime(MPMPlacedShape *ps, PetscInt d, double t)
+{
+  const double wt[3] = {ps->omega[0] * t, ps->omega[1] * t, ps->omega[2] * t};
+  double       Rw[9];
+  for (PetscInt a = 0; a < 3; a++) ps->c[a] = ps->c0[a] + ps->vel[a] * t;
+  RotationExp(d, wt, Rw);
+  for (PetscInt i = 0; i < d; i++)
+    for (PetscInt j = 0; j < d; j++) {
+      double r = 0;
+      for (PetscInt k = 0; k < d; k++) r += Rw[i * d + k] * ps->R0[k * d + j];
+      ps->R[i * d + j] = r;
+    }
+}
+
+/* World bounding box of the shape at its current frame (FALSE if
+ * unbounded): the local box [-e, e] turned by R, |R| e about the centre. */
+PetscBool MPMPlacedShapeBBox(const MPMPlacedShape *ps, PetscInt d, double *lo, double *hi)
+{
+  double el[3], eh[3];
+  if (!mpm_shape_bbox(&ps->shape, el, eh)) return PETSC_FALSE;
+  for (PetscInt a = 0; a < d; a++) {
+    double e = 0;
+    for (PetscInt b = 0; b < d; b++) e += fabs(ps->R[a * d + b]) * PetscMax(fabs(el[b]), fabs(eh[b]));
+    lo[a] = ps->c[a] - e;
+    hi[a] = ps->c[a] + e;
+  }
+  return PETSC_TRUE;
 }
 
 /* phi and its gradient at world point x, and the body velocity there. */
