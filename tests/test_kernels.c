@@ -228,6 +228,7 @@ typedef struct {
   MPMGridBox g;
   long       nn;
   double    *grid;
+  double    *mass; /* node masses, kept by the grid update (slot 0 then holds the contact flag) */
 } TestGrid;
 
 /* A box of N nodes per axis with a non-zero first index (exercises the
@@ -248,22 +249,26 @@ static void grid_make(TestGrid *t, int dim, int order, int dof, int N)
   }
   t->nn   = (long)t->g.gn[0] * t->g.gn[1] * t->g.gn[2];
   t->grid = calloc((size_t)(t->nn * dof), sizeof(double));
+  t->mass = calloc((size_t)t->nn, sizeof(double));
 }
 static void grid_clear(TestGrid *t) { memset(t->grid, 0, sizeof(double) * (size_t)(t->nn * t->g.dof)); }
-static void grid_free(TestGrid *t) { free(t->grid); }
+static void grid_free(TestGrid *t) { free(t->grid), free(t->mass); }
 static void node_pos(const TestGrid *t, long idx, double *x)
 {
   const int i[3] = {t->g.gs[0] + (int)(idx % t->g.gn[0]), t->g.gs[1] + (int)((idx / t->g.gn[0]) % t->g.gn[1]),
                     t->g.gs[2] + (int)(idx / ((long)t->g.gn[0] * t->g.gn[1]))};
   for (int a = 0; a < t->g.dim; a++) x[a] = t->g.origin[a] + t->g.h * i[a];
 }
-/* Grid update with dt = 0 and no forces: v_i = p_i / m_i where m_i > 0. */
+/* Grid update with dt = 0, no forces and no contact: v_i = p_i / m_i where
+ * m_i > 0; slot 0 becomes the contact flag G2P reads (0: no friction). */
 static void grid_momentum_to_velocity(TestGrid *t)
 {
   const int d = t->g.dim, dof = t->g.dof;
   for (long n = 0; n < t->nn; n++) {
     double *node = t->grid + n * dof;
     for (int a = 0; a < d; a++) node[1 + a] = node[0] > 0 ? node[1 + a] / node[0] : 0.0;
+    t->mass[n] = node[0];
+    node[0]    = 0;
   }
 }
 
@@ -348,8 +353,9 @@ static void grid_totals(const TestGrid *t, int velocity, double *M, double *P, d
     const double *node = t->grid + n * dof;
     double        x[3] = {0}, mom[3], l[3];
     node_pos(t, n, x);
-    for (int a = 0; a < d; a++) mom[a] = velocity ? node[0] * node[1 + a] : node[1 + a];
-    *M += node[0];
+    const double m = velocity ? t->mass[n] : node[0];
+    for (int a = 0; a < d; a++) mom[a] = velocity ? m * node[1 + a] : node[1 + a];
+    *M += m;
     for (int a = 0; a < d; a++) P[a] += mom[a];
     const int nl = cross(d, x, mom, l);
     for (int a = 0; a < nl; a++) L[a] += l[a];
@@ -500,6 +506,7 @@ static void test_transfer_conservation(int dim, int order)
       node[1 + a]       = v;
       node[1 + dim + a] = v - dv[a];
     }
+    node[0] = 0; /* no contact */
   }
   const double flips[2] = {1.0, 0.95}, dtf = 0.01;
   for (int f = 0; f < 2; f++) {
@@ -585,7 +592,7 @@ static void test_transfer_affine(int dim, int order, int dense)
   for (long n = 0; n < t.nn; n++) {
     const double *node = t.grid + n * t.g.dof;
     double        x[3] = {0};
-    if (!(node[0] > 0)) continue;
+    if (!(t.mass[n] > 0)) continue;
     nmass++;
     node_pos(&t, n, x);
     for (int a = 0; a < dim; a++) {
@@ -600,6 +607,29 @@ static void test_transfer_affine(int dim, int order, int dense)
   for (int q = 0; q < np; q++) eC = fmax(eC, maxdiff(dd, p.C + q * dd, A));
   CHECK(ev, 0, 1e-12, "APIC %dD %s %s: G2P v_p unchanged (%d particles)", dim, nm, set, np);
   CHECK(eC, 0, 1e-12, "APIC %dD %s %s: G2P C_p = A", dim, nm, set);
+
+  /* A node flagged as held by friction (slot 0 > 0 after the grid update):
+   * particles whose stencil reaches it lose the affine part (C = 0), the
+   * others keep C = A; velocities are unchanged either way. */
+  const long mid = t.g.gn[0] / 2, flagged = (dim == 3 ? mid * t.g.gn[1] * t.g.gn[0] : 0) + mid * t.g.gn[0] + mid; /* the middle node */
+  double     fx[3]   = {0};
+  int        nzero = 0, nkept = 0, wrong = 0;
+  node_pos(&t, flagged, fx);
+  t.grid[flagged * t.g.dof] = 1.0;
+  memcpy(p.v, v0, sizeof(double) * (size_t)(np * dim));
+  mpm_g2p(&t.g, t.grid, 0.0, -1.0, &p);
+  for (int q = 0; q < np; q++) {
+    int reach = 1; /* the quadratic/cubic stencil reaches nodes closer than (order + 1)/2 cells on every axis */
+    for (int a = 0; a < dim; a++) reach = reach && fabs(p.x[q * dim + a] - fx[a]) < 0.5 * (order + 1) * t.g.h;
+    const double c = maxdiff(dd, p.C + q * dd, reach ? (const double[9]){0} : A);
+    if (c > 1e-12) wrong++;
+    if (reach) nzero++;
+    else nkept++;
+  }
+  if (dense) CHECK(nzero > 0, 1, 0, "APIC %dD %s %s: the held node reaches particles", dim, nm, set);
+  CHECK((double)wrong, 0, 0, "APIC %dD %s %s: held node drops C of the %d particles it reaches, keeps it for %d", dim, nm, set, nzero, nkept);
+  CHECK(maxdiff(np * dim, p.v, v0), 0, 1e-12, "APIC %dD %s %s: held node leaves v_p unchanged", dim, nm, set);
+  t.grid[flagged * t.g.dof] = 0.0;
 
   /* dt > 0: positions advect with the affine field, F_E <- (I + dt A) F_E */
   const double dt = 0.01;
@@ -1259,11 +1289,11 @@ static void test_collide(int d)
   memcpy(v, (double[]){1, -2, 0.5}, sizeof v);
   r = mpm_collide_node(d, MPM_BC_SEPARATE, 0.0, -0.01, n, zero, dt, 0.0, v);
   check_vec(d, v, (double[]){1, 0, 0.5}, "separate: approaching normal velocity removed", d);
-  CHECK(r, 1, 0, "collide %dD separate: returns 1 when projected", d);
+  CHECK(r, MPM_CONTACT_MOVED, 0, "collide %dD separate: returns MOVED when projected", d);
   memcpy(v, (double[]){1, 2, 0.5}, sizeof v);
   r = mpm_collide_node(d, MPM_BC_SEPARATE, 0.5, -0.01, n, zero, dt, 0.0, v);
   check_vec(d, v, (double[]){1, 2, 0.5}, "separate: separating velocity untouched (even with mu)", d);
-  CHECK(r, 0, 0, "collide %dD separate: returns 0 when untouched", d);
+  CHECK(r, MPM_CONTACT_NONE, 0, "collide %dD separate: returns NONE when untouched", d);
   /* separating, not yet in contact: may approach up to reaching the surface in dt */
   memcpy(v, (double[]){1, -5, 0}, sizeof v);
   mpm_collide_node(d, MPM_BC_SEPARATE, 0.0, 0.01, n, zero, dt, 0.0, v);
@@ -1274,8 +1304,9 @@ static void test_collide(int d)
   /* sticky */
   const double vb[3] = {0.3, 0.2, -0.1};
   memcpy(v, (double[]){1, -2, 0.5}, sizeof v);
-  mpm_collide_node(d, MPM_BC_STICKY, 0.0, -0.01, n, vb, dt, 0.0, v);
+  r = mpm_collide_node(d, MPM_BC_STICKY, 0.0, -0.01, n, vb, dt, 0.0, v);
   check_vec(d, v, vb, "sticky: v = v_body in contact", d);
+  CHECK(r, MPM_CONTACT_HELD, 0, "collide %dD sticky: returns HELD in contact", d);
   memcpy(v, (double[]){1, -2, 0.5}, sizeof v);
   mpm_collide_node(d, MPM_BC_STICKY, 0.0, 0.01, n, vb, dt, 0.0, v);
   check_vec(d, v, (double[]){1, -2, 0.5}, "sticky: untouched outside", d);
@@ -1295,11 +1326,16 @@ static void test_collide(int d)
   /* Coulomb friction: |v_t| -> |v_t| - mu dv or 0 */
   const double mu = 0.5;
   memcpy(v, (double[]){3, -2, 0}, sizeof v); /* dv = 2, mu dv = 1 */
-  mpm_collide_node(d, MPM_BC_SEPARATE, mu, -0.01, n, zero, dt, 0.0, v);
+  r = mpm_collide_node(d, MPM_BC_SEPARATE, mu, -0.01, n, zero, dt, 0.0, v);
   check_vec(d, v, (double[]){2, 0, 0}, "friction: |v_t| 3 -> 3 - mu dv = 2", d);
+  CHECK(r, MPM_CONTACT_MOVED, 0, "collide %dD friction: sliding returns MOVED", d);
   memcpy(v, (double[]){0.5, -2, 0}, sizeof v);
-  mpm_collide_node(d, MPM_BC_SEPARATE, mu, -0.01, n, zero, dt, 0.0, v);
+  r = mpm_collide_node(d, MPM_BC_SEPARATE, mu, -0.01, n, zero, dt, 0.0, v);
   check_vec(d, v, zero, "friction: |v_t| 0.5 < mu dv -> 0 (static)", d);
+  CHECK(r, MPM_CONTACT_HELD, 0, "collide %dD friction: static returns HELD", d);
+  memcpy(v, (double[]){0.0, -2, 0}, sizeof v);
+  r = mpm_collide_node(d, MPM_BC_SEPARATE, 0.0, -0.01, n, zero, dt, 0.0, v);
+  CHECK(r, MPM_CONTACT_MOVED, 0, "collide %dD frictionless, no tangential velocity: returns MOVED, not HELD", d);
   if (d == 3) {
     memcpy(v, (double[]){3, -4, 4}, sizeof v); /* |v_t| = 5, dv = 4, mu dv = 2 -> |v_t| = 3 along (3,0,4)/5 */
     mpm_collide_node(d, MPM_BC_SLIP, mu, -0.01, n, zero, dt, 0.0, v);

@@ -228,8 +228,11 @@ int mpm_shape_bbox(const MPMShape *s, double *lo, double *hi);
  *   mode SLIP:     no normal relative motion where phi <= 0
  *   mode SEPARATE: phi(x + dt v) >= min(phi(x), 0), linearized
  * Friction (K 8.1): the normal velocity change dv caused by the projection
- * limits the tangential correction to mu dv (Coulomb). */
+ * limits the tangential correction to mu dv (Coulomb).
+ * Returns what the body did to the node: nothing, moved it (projection,
+ * sliding), or held it by friction (sticky, or |v_t| <= mu dv with mu > 0). */
 typedef enum { MPM_BC_STICKY = 0, MPM_BC_SLIP, MPM_BC_SEPARATE, MPM_BC_NONE } MPMBCMode;
+typedef enum { MPM_CONTACT_NONE = 0, MPM_CONTACT_MOVED, MPM_CONTACT_HELD } MPMContact;
 int mpm_collide_node(int dim, MPMBCMode mode, double mu, double phi, const double *n, const double *vb, double dt, double tol, double *v);
 
 /* ------------------------------------------------------------------------ */

@@ -105,17 +105,22 @@ void MPMCollidersAtTime(MPMColliders c, double t)
 
 /* Collide one grid node (position x, mass m, velocity v after forces) with
  * every object in turn, and book the impulse each object took: the node's
- * momentum change reversed, -m dv, and its moment about the object's centre. */
-void MPMCollidersApply(MPMColliders c, const double *x, double m, double dt, double *v)
+ * momentum change reversed, -m dv, and its moment about the object's centre.
+ * Returns the strongest MPMContact over the objects (held by friction
+ * wins). */
+int MPMCollidersApply(MPMColliders c, const double *x, double m, double dt, double *v)
 {
-  const PetscInt d = c->dim;
+  const PetscInt d       = c->dim;
+  int            contact = MPM_CONTACT_NONE;
   for (PetscInt o = 0; o < c->nobj; o++) {
     const MPMCollider *obj = &c->obj[o];
     double             n[3], vb[3], before[3], J[3] = {0, 0, 0}, r[3] = {0, 0, 0};
     if (obj->mode == MPM_BC_NONE) continue;
     const double phi = MPMPlacedShapeEval(&obj->ps, d, x, n, vb);
     for (PetscInt a = 0; a < d; a++) before[a] = v[a];
-    if (!mpm_collide_node((int)d, obj->mode, obj->friction, phi, n, vb, dt, c->tol, v)) continue;
+    const int acted = mpm_collide_node((int)d, obj->mode, obj->friction, phi, n, vb, dt, c->tol, v);
+    if (acted == MPM_CONTACT_NONE) continue;
+    contact = PetscMax(contact, acted);
     double *imp = c->impulse + 6 * o;
     for (PetscInt a = 0; a < d; a++) {
       J[a] = -m * (v[a] - before[a]);
@@ -126,6 +131,7 @@ void MPMCollidersApply(MPMColliders c, const double *x, double m, double dt, dou
     imp[4] += r[2] * J[0] - r[0] * J[2];
     imp[5] += r[0] * J[1] - r[1] * J[0];
   }
+  return contact;
 }
 
 /* One step of length dt was applied. */

@@ -26,6 +26,7 @@ typedef struct {
   MPMTransfer    transfer;
   double         flip;        /* FLIP fraction of the PIC/FLIP blend; < 0 selects APIC */
   double         cfl_elastic; /* dt <= cfl_elastic dx / c_p */
+  PetscBool      held_pic;    /* particles that reach a node held by friction drop C */
   double         wave_speed;  /* largest P-wave speed of anything that can put particles in the run */
   ExplicitFields fields[8];   /* per species */
 } Explicit;
@@ -45,6 +46,7 @@ static PetscErrorCode ExplicitOptions(MPMIntegrator integ, MPMSim sim)
                             TransferNames[transfer], &transfer, NULL));
   PetscCall(MPMOptionsReal("-flip_blend", "FLIP fraction of the blend (with -transfer flip or aflip) [-]", NULL, ex->flip, &ex->flip, NULL));
   PetscCall(MPMOptionsReal("-cfl_elastic", "Elastic limit: dt <= cfl_elastic dx / c_p [-]", NULL, ex->cfl_elastic, &ex->cfl_elastic, NULL));
+  PetscCall(PetscOptionsBool("-held_pic", "Particles next to a node held by wall or object friction drop the affine part C (transfer as PIC): static friction then holds, at the cost of extra dissipation where sand flows over a rough wall (docs/validation.md)", NULL, ex->held_pic, &ex->held_pic, NULL));
   PetscOptionsEnd();
   ex->transfer = (MPMTransfer)transfer;
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -213,8 +215,13 @@ static PetscErrorCode P2G(const Explicit *ex, MPMSpecies *sp, const ExplicitFiel
 }
 
 /* Node velocities from momenta, gravity, then collisions and friction
- * (K10, K section 8) on the owned nodes. */
-static PetscErrorCode GridUpdate(MPMSim sim, MPMGridField *g, double dt)
+ * (K10, K section 8) on the owned nodes.  Slot 0 (the mass) then becomes
+ * the flag "held by friction" (1 or 0, always 0 without -held_pic) that
+ * G2P reads: particles that reach a held node do not keep APIC's affine
+ * velocity C.  Kept, C pumps momentum between the held node and its free
+ * neighbours step after step, and a block that friction must hold slides
+ * (docs/validation.md, "Static friction"). */
+static PetscErrorCode GridUpdate(const Explicit *ex, MPMSim sim, MPMGridField *g, double dt)
 {
   const MPMLayout *l = &sim->layout;
   const PetscInt   d = l->dim, dof = g->dof;
@@ -233,7 +240,7 @@ static PetscErrorCode GridUpdate(MPMSim sim, MPMGridField *g, double dt)
         const PetscInt idx[3] = {i, j, k};
         double         x[3], v[3];
         if (m <= 0) {
-          for (PetscInt c = 1; c < dof; c++) node[c] = 0;
+          for (PetscInt c = 0; c < dof; c++) node[c] = 0;
           continue;
         }
         for (PetscInt c = 0; c < d; c++) {
@@ -241,8 +248,9 @@ static PetscErrorCode GridUpdate(MPMSim sim, MPMGridField *g, double dt)
           v[c] = (node[1 + c] + (flip ? node[1 + d + c] : 0.0)) / m + dt * gs * sim->gravity[c];
           if (flip) node[1 + d + c] = node[1 + c] / m; /* v^n, before forces */
         }
-        MPMCollidersApply(sim->colliders, x, m, dt, v);
+        const int held = MPMCollidersApply(sim->colliders, x, m, dt, v) == MPM_CONTACT_HELD;
         for (PetscInt c = 0; c < d; c++) node[1 + c] = v[c];
+        node[0] = held && ex->held_pic ? 1.0 : 0.0; /* the mass is spent: slot 0 tells G2P where friction holds */
       }
   PetscCall(VecRestoreArray(g->global, &a));
   PetscCall(PetscLogEventEnd(MPM_EVENT_GRID_UPDATE, 0, 0, 0, 0));
@@ -298,7 +306,7 @@ static PetscErrorCode ExplicitStep(MPMIntegrator integ, MPMSim sim, double dt, d
     double                vs = 0;
     PetscCall(P2G(ex, sp, f, dt));
     PetscCall(MPMGhostScatterAdd(sp->grid));
-    PetscCall(GridUpdate(sim, sp->grid, dt));
+    PetscCall(GridUpdate(ex, sim, sp->grid, dt));
     PetscCall(MPMGhostGather(sp->grid));
     PetscCall(G2P(ex, sp, f, dt, &vs));
     PetscCall(Constitutive(sp, f));

@@ -111,22 +111,22 @@ int mpm_shape_bbox(const MPMShape *s, double *lo, double *hi)
 int mpm_collide_node(int d, MPMBCMode mode, double mu, double phi, const double *n, const double *vb, double dt, double tol, double *v)
 {
   double vrel[3], vt[3], vn, vn_new, tn = 0;
-  if (mode == MPM_BC_NONE) return 0;
+  if (mode == MPM_BC_NONE) return MPM_CONTACT_NONE;
   const int contact = phi <= tol; /* nodes on the surface count as touching it */
   if (mode == MPM_BC_STICKY) {
-    if (!contact) return 0;
+    if (!contact) return MPM_CONTACT_NONE;
     for (int k = 0; k < d; k++) v[k] = vb[k];
-    return 1;
+    return MPM_CONTACT_HELD;
   }
   for (int k = 0; k < d; k++) vrel[k] = v[k] - vb[k];
   vn = dot(d, vrel, n);
   if (mode == MPM_BC_SLIP) {
-    if (!contact) return 0;
+    if (!contact) return MPM_CONTACT_NONE;
     vn_new = 0.0; /* stay at the current depth */
   } else {
     /* separating: phi(x + dt v) >= min(phi(x), 0) */
     const double vmin = contact ? 0.0 : -phi / dt;
-    if (vn >= vmin) return 0;
+    if (vn >= vmin) return MPM_CONTACT_NONE;
     vn_new = vmin;
   }
   const double dv = fabs(vn_new - vn); /* impulse per unit mass, |j|/m */
@@ -137,5 +137,5 @@ int mpm_collide_node(int d, MPMBCMode mode, double mu, double phi, const double 
   tn = sqrt(tn);
   const double scale = (tn <= mu * dv) ? 0.0 : 1.0 - mu * dv / tn; /* Coulomb (K 8.1) */
   for (int k = 0; k < d; k++) v[k] = vb[k] + vn_new * n[k] + scale * vt[k];
-  return 1;
+  return scale == 0.0 && mu > 0 ? MPM_CONTACT_HELD : MPM_CONTACT_MOVED;
 }

@@ -190,7 +190,7 @@ ALWAYS_INLINE double g2p_generic(const int dim, const int order, const int split
     if (sp2 > vmax2) vmax2 = sp2;
     if (Cp)
       for (int a = 0; a < dim; a++)
-        for (int b = 0; b < dim; b++) Cp[q * dim * dim + a * dim + b] = Bc[b][1 + a] * dinv; /* APIC, and affine FLIP */
+        for (int b = 0; b < dim; b++) Cp[q * dim * dim + a * dim + b] = vp[0] > 0 ? 0.0 : Bc[b][1 + a] * dinv; /* APIC, affine FLIP; none where friction holds */
     /* (K14, K16): F_E <- (I + dt grad v) F_E */
     double Fn[9];
     for (int a = 0; a < dim; a++)
@@ -321,7 +321,7 @@ ALWAYS_INLINE double g2p_3d_vec4(const int order, const MPMGridBox *g, const dou
     if (sp2 > vmax2) vmax2 = sp2;
     if (Cp)
       for (int a = 0; a < 3; a++)
-        for (int b = 0; b < 3; b++) Cp[9 * q + 3 * a + b] = B[b][1 + a] * dinv;
+        for (int b = 0; b < 3; b++) Cp[9 * q + 3 * a + b] = vp[0] > 0 ? 0.0 : B[b][1 + a] * dinv;
     /* (K14, K16): F_E <- (I + dt grad v) F_E */
     double Fn[9];
     for (int a = 0; a < 3; a++)
