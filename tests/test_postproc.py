@@ -9,7 +9,7 @@ import mpmtest as T
 
 PY = "/usr/bin/python3"
 c = T.Checks("post-processing scripts")
-scripts = ["column_collapse.py", "sand_pile.py", "history_plot.py", "front_history.py", "scaling_plot.py", "scaling_model.py", "render_frame.py"]
+scripts = ["column_collapse.py", "column_collapse_study.py", "sand_pile.py", "history_plot.py", "front_history.py", "scaling_plot.py", "scaling_model.py", "render_frame.py"]
 for s in scripts:
     p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", s), "-h"], capture_output=True, text=True)
     c.true("%s -h" % s, p.returncode == 0 and "usage" in p.stdout.lower(), p.stderr[-200:])
@@ -32,6 +32,18 @@ fronts = [float(r["front"]) for r in rows]
 c.true("front_history.py: one row per frame, plot written", p.returncode == 0 and len(rows) == len(T.mpmio.frame_files(out)) and os.path.exists(os.path.join(out, "front_history.png")),
        p.stderr[-300:])
 c.true("front_history.py: the front advances, the column gets lower", fronts[-1] > fronts[0] + 0.02 and float(rows[-1]["height"]) < float(rows[0]["height"]))
+
+# the convergence-study driver on its smallest case (a = 0.5 at L0/8, real
+# runs), then again: a run with a result is collected, not repeated
+study = T.outdir("postproc_study")
+cmd = [PY, os.path.join(T.SOURCE, "postproc", "column_collapse_study.py"), study, "--aspect", "0.5", "--cells", "8", "--ranks", "1", "--exe", T.EXE]
+p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **T.MPI_ENV))
+rows = json.load(open(os.path.join(study, "study.json"))) if p.returncode == 0 else []
+c.true("column_collapse_study.py: one row, a = 0.5 at L0/8, table and figure written",
+       len(rows) == 1 and rows[0]["a"] == 0.5 and rows[0]["cells"] == 8 and os.path.getsize(os.path.join(study, "study.png")) > 10000, p.stderr[-300:])
+c.within("column_collapse_study.py: a = 0.5 top stands (H_inf/H0)", rows[0]["height_over_H0"] if rows else 0, 0.9, 1.1)
+p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **T.MPI_ENV))
+c.true("column_collapse_study.py: second call collects without running", p.returncode == 0 and "running" not in p.stdout, p.stdout[-200:])
 
 # scaling table from two real runs (1 and 2 ranks), then the plot
 table = os.path.join(out, "scaling.csv")
