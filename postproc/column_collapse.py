@@ -6,7 +6,9 @@ and a PNG of the deposit.
   /usr/bin/python3 postproc/column_collapse.py OUTDIR [--region column] [--png FILE]
 
 Runout is measured at the front of the deposit where it is at least one grid
-cell thick (the farthest single particle keeps moving out with refinement);
+cell thick (the farthest single particle keeps moving out with refinement),
+and also where it is at least L0/16 thick (runout_thick: a threshold that
+does not shrink with the cell, for convergence studies);
 the final height is the deposit height at the symmetry wall x = 0.  Writes
 OUTDIR/column_collapse.json and OUTDIR/deposit.png.
 """
@@ -46,11 +48,12 @@ def surface_profile(x, y, dx, spacing):
     return h
 
 
-def deposit_front(x, y, dx, spacing):
+def deposit_front(x, y, dx, spacing, thickness=None):
     """Front of the contiguous deposit from the wall where it is at least
-    one cell thick (x measured from the column's back wall)."""
+    `thickness` thick, one cell by default (x measured from the column's
+    back wall)."""
     prof = surface_profile(x, y, dx, spacing)
-    thin = np.nonzero(prof < dx)[0]
+    thin = np.nonzero(prof < (thickness or dx))[0]
     end = (thin[0] if len(thin) else len(prof)) - 1
     return (end + 1) * dx, prof
 
@@ -81,12 +84,14 @@ def measure(outdir, region=None):
     last = mpmio.read_frame(mpmio.frame_files(outdir)[-1], ["position", "velocity", "plastic_case"])
     x, y = last["position"][:, 0] - lo[0], last["position"][:, 1] - floor
     front, prof = deposit_front(x, y, dx, dx / ppc)
+    front_thick, _ = deposit_front(x, y, dx, dx / ppc, L0 / 16)
     t_arrest, times, fronts = front_arrest_time(outdir, lo[0], floor, dx, dx / ppc, L0)
     a = H0 / L0
     law_runout, law_height = lube_law(a)
     res = {
         "aspect_ratio": a, "L0": L0, "H0": H0, "dx": dx, "time": last["t"],
         "runout": (front - L0) / L0, "runout_law": law_runout,
+        "runout_thick": (front_thick - L0) / L0,
         "height_over_L0": prof[0] / L0, "height_law_over_L0": law_height,
         "height_over_H0": prof[0] / H0,
         "front_farthest_particle": (x.max() - L0) / L0,
@@ -139,6 +144,7 @@ def report(res):
         lines.append("  %-28s %10.3f %12.3f %16s" % (name, val, law, bs))
     band = b.get("front_arrest_tau")
     lines.append("  %-28s %10.3f %12s %16s" % ("front arrest t/tau_c", res["front_arrest_tau"], "2.5-3", "[%.1f, %.1f] %s" % (band[0], band[1], "PASS" if band[0] <= res["front_arrest_tau"] <= band[1] else "FAIL") if band else "-"))
+    lines.append("  runout where the deposit is at least L0/16 thick (the same at every resolution): %.3f" % res["runout_thick"])
     lines.append("  farthest single particle: %.3f L0 past the column (not used: grid dependent)" % res["front_farthest_particle"])
     return "\n".join(lines)
 
