@@ -123,8 +123,10 @@ def main():
     ap.add_argument("--exe", default=os.path.join(ROOT, "build", "granular-mpm"))
     ap.add_argument("--tag", default="", help="label for the figure (e.g. the extra options)")
     ap.add_argument("--plot-only", action="store_true", help="do not run, only collect what exists")
-    ap.add_argument("extra", nargs="*", help="extra solver options (after --)")
-    args = ap.parse_args()
+    argv = sys.argv[1:]
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args = ap.parse_args(argv[:cut])
+    args.extra = argv[cut + 1:]  # solver options after --
     os.makedirs(args.outdir, exist_ok=True)
     rows = {}
     for n in [int(s) for s in args.cells.split(",")]:
