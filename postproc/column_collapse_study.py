@@ -55,7 +55,7 @@ def completed(out, t_end):
     """A run that reached t_end (an interrupted one also writes summary.json)."""
     try:
         with open(os.path.join(out, "summary.json")) as f:
-            return json.load(f)["simulated_time"] >= t_end * (1 - 1e-6)
+            return json.load(f)["simulated_time"] >= t_end * (1 - 1e-5)  # t_end is passed with 6 digits
     except (OSError, ValueError, KeyError):
         return False
 
@@ -140,7 +140,7 @@ def main():
         f.write(md + "\n")
     with open(os.path.join(args.outdir, "study.json"), "w") as f:
         json.dump([dict(a=a, cells=n, **{k: v for k, v in r.items() if k != "front_history"}) for (a, n), r in sorted(rows.items())], f, indent=1)
-    plot(os.path.join(args.outdir, "study.png"), rows, "2D column collapse, Drucker-Prager phi = 30 deg, floor mu = tan 30 %s" % args.tag)
+    plot(os.path.join(args.outdir, "study.png"), rows, "2D column collapse, Drucker-Prager (plane-strain cone), floor mu = tan 30 %s" % args.tag)
 
 
 if __name__ == "__main__":
