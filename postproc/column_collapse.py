@@ -48,14 +48,19 @@ def surface_profile(x, y, dx, spacing):
     return h
 
 
-def deposit_front(x, y, dx, spacing, thickness=None):
-    """Front of the contiguous deposit from the wall where it is at least
-    `thickness` thick, one cell by default (x measured from the column's
-    back wall)."""
-    prof = surface_profile(x, y, dx, spacing)
-    thin = np.nonzero(prof < (thickness or dx))[0]
+def front_of(prof, dx, thickness):
+    """Front of the contiguous deposit from the wall where the profile (bins
+    of width dx) is at least `thickness` thick."""
+    thin = np.nonzero(prof < thickness)[0]
     end = (thin[0] if len(thin) else len(prof)) - 1
-    return (end + 1) * dx, prof
+    return (end + 1) * dx
+
+
+def deposit_front(x, y, dx, spacing):
+    """Front where the deposit is at least one cell thick, and the profile
+    (x measured from the column's back wall)."""
+    prof = surface_profile(x, y, dx, spacing)
+    return front_of(prof, dx, dx), prof
 
 
 def front_arrest_time(outdir, x0, floor, dx, spacing, L0):
@@ -84,7 +89,7 @@ def measure(outdir, region=None):
     last = mpmio.read_frame(mpmio.frame_files(outdir)[-1], ["position", "velocity", "plastic_case"])
     x, y = last["position"][:, 0] - lo[0], last["position"][:, 1] - floor
     front, prof = deposit_front(x, y, dx, dx / ppc)
-    front_thick, _ = deposit_front(x, y, dx, dx / ppc, L0 / 16)
+    front_thick = front_of(prof, dx, L0 / 16)
     t_arrest, times, fronts = front_arrest_time(outdir, lo[0], floor, dx, dx / ppc, L0)
     a = H0 / L0
     law_runout, law_height = lube_law(a)

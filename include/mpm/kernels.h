@@ -233,7 +233,7 @@ int mpm_shape_bbox(const MPMShape *s, double *lo, double *hi);
  * sliding), or held it by friction (sticky, or |v_t| <= mu dv with mu > 0). */
 typedef enum { MPM_BC_STICKY = 0, MPM_BC_SLIP, MPM_BC_SEPARATE, MPM_BC_NONE } MPMBCMode;
 typedef enum { MPM_CONTACT_NONE = 0, MPM_CONTACT_MOVED, MPM_CONTACT_HELD } MPMContact;
-int mpm_collide_node(int dim, MPMBCMode mode, double mu, double phi, const double *n, const double *vb, double dt, double tol, double *v);
+MPMContact mpm_collide_node(int dim, MPMBCMode mode, double mu, double phi, const double *n, const double *vb, double dt, double tol, double *v);
 
 /* ------------------------------------------------------------------------ */
 /* Counter-based random numbers: rank-invariant seeding                       */

@@ -108,19 +108,19 @@ void MPMCollidersAtTime(MPMColliders c, double t)
  * momentum change reversed, -m dv, and its moment about the object's centre.
  * Returns the strongest MPMContact over the objects (held by friction
  * wins). */
-int MPMCollidersApply(MPMColliders c, const double *x, double m, double dt, double *v)
+MPMContact MPMCollidersApply(MPMColliders c, const double *x, double m, double dt, double *v)
 {
   const PetscInt d       = c->dim;
-  int            contact = MPM_CONTACT_NONE;
+  MPMContact     contact = MPM_CONTACT_NONE;
   for (PetscInt o = 0; o < c->nobj; o++) {
     const MPMCollider *obj = &c->obj[o];
     double             n[3], vb[3], before[3], J[3] = {0, 0, 0}, r[3] = {0, 0, 0};
     if (obj->mode == MPM_BC_NONE) continue;
     const double phi = MPMPlacedShapeEval(&obj->ps, d, x, n, vb);
     for (PetscInt a = 0; a < d; a++) before[a] = v[a];
-    const int acted = mpm_collide_node((int)d, obj->mode, obj->friction, phi, n, vb, dt, c->tol, v);
+    const MPMContact acted = mpm_collide_node((int)d, obj->mode, obj->friction, phi, n, vb, dt, c->tol, v);
     if (acted == MPM_CONTACT_NONE) continue;
-    contact = PetscMax(contact, acted);
+    if (acted > contact) contact = acted; /* the enum is ordered: held > moved > none */
     double *imp = c->impulse + 6 * o;
     for (PetscInt a = 0; a < d; a++) {
       J[a] = -m * (v[a] - before[a]);

@@ -30,7 +30,7 @@ struct _p_MPMColliders {
 PetscErrorCode MPMCollidersCreate(MPMSim sim);
 PetscErrorCode MPMCollidersDestroy(MPMColliders *c);
 void           MPMCollidersAtTime(MPMColliders c, double t);
-int            MPMCollidersApply(MPMColliders c, const double *x, double m, double dt, double *v);
+MPMContact     MPMCollidersApply(MPMColliders c, const double *x, double m, double dt, double *v);
 void           MPMCollidersAdvance(MPMColliders c, double dt);
 PetscBool      MPMColliderReported(const MPMCollider *o);
 PetscErrorCode MPMCollidersReport(MPMColliders c, MPI_Comm comm, double *ft);

@@ -108,7 +108,7 @@ int mpm_shape_bbox(const MPMShape *s, double *lo, double *hi)
   return 1;
 }
 
-int mpm_collide_node(int d, MPMBCMode mode, double mu, double phi, const double *n, const double *vb, double dt, double tol, double *v)
+MPMContact mpm_collide_node(int d, MPMBCMode mode, double mu, double phi, const double *n, const double *vb, double dt, double tol, double *v)
 {
   double vrel[3], vt[3], vn, vn_new, tn = 0;
   if (mode == MPM_BC_NONE) return MPM_CONTACT_NONE;

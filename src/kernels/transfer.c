@@ -188,9 +188,11 @@ ALWAYS_INLINE double g2p_generic(const int dim, const int order, const int split
       sp2 += vnew * vnew;
     }
     if (sp2 > vmax2) vmax2 = sp2;
-    if (Cp)
+    if (Cp) {
+      const double keep = vp[0] > 0 ? 0.0 : dinv; /* slot 0: a node held by friction in reach drops C */
       for (int a = 0; a < dim; a++)
-        for (int b = 0; b < dim; b++) Cp[q * dim * dim + a * dim + b] = vp[0] > 0 ? 0.0 : Bc[b][1 + a] * dinv; /* APIC, affine FLIP; none where friction holds */
+        for (int b = 0; b < dim; b++) Cp[q * dim * dim + a * dim + b] = Bc[b][1 + a] * keep; /* APIC, and affine FLIP */
+    }
     /* (K14, K16): F_E <- (I + dt grad v) F_E */
     double Fn[9];
     for (int a = 0; a < dim; a++)
@@ -319,9 +321,11 @@ ALWAYS_INLINE double g2p_3d_vec4(const int order, const MPMGridBox *g, const dou
       sp2 += vp[1 + a] * vp[1 + a];
     }
     if (sp2 > vmax2) vmax2 = sp2;
-    if (Cp)
+    if (Cp) {
+      const double keep = vp[0] > 0 ? 0.0 : dinv; /* slot 0: a node held by friction in reach drops C */
       for (int a = 0; a < 3; a++)
-        for (int b = 0; b < 3; b++) Cp[9 * q + 3 * a + b] = vp[0] > 0 ? 0.0 : B[b][1 + a] * dinv;
+        for (int b = 0; b < 3; b++) Cp[9 * q + 3 * a + b] = B[b][1 + a] * keep;
+    }
     /* (K14, K16): F_E <- (I + dt grad v) F_E */
     double Fn[9];
     for (int a = 0; a < 3; a++)
