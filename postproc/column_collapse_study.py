@@ -9,7 +9,7 @@ of Lube et al. 2005.
 
   /usr/bin/python3 postproc/column_collapse_study.py OUTDIR
       [--aspect 0.5,1,2,4,6] [--cells 16,32,64] [--ranks 2] [--exe PATH]
-      [--tag NAME] [--plot-only] -- [extra solver options, e.g. -held_pic]
+      [--tag NAME] [--plot-only] -- [extra solver options, e.g. -held_pic false]
 
 L0 = 0.1 m; the domain is sized from the law's runout (twice it, plus a
 margin) and 1.25 H0; each run lasts 8 tau_c, tau_c = sqrt(H0/g).  Runs that

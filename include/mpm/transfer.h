@@ -37,12 +37,13 @@ void mpm_p2g(const MPMGridBox *g, const MPMParticleView *p, double dt, double *g
 /* G2P (K11-K15): new particle velocity (APIC when flip < 0, otherwise the
  * PIC/FLIP blend with FLIP fraction `flip`: v = v_grid + flip (v_p - v_grid^n)),
  * C = B D^-1 when C is given (APIC; with flip >= 0 that is affine FLIP,
- * Fei et al. 2021), except C = 0 for particles that reach a node held by
+ * Fei et al. 2021), except C = 0 for particles at rest (moving at most
+ * `rest` cells this step, |v| dt <= rest h) that reach a node held by
  * friction (grid slot 0 is no longer the mass here but that flag, 1 or 0,
  * set by the grid update),
  * position x += dt v_grid, F_E <- (I + dt grad v) F_E.  Returns the
  * largest particle speed squared (for the CFL time step). */
-double mpm_g2p(const MPMGridBox *g, const double *grid, double dt, double flip, MPMParticleView *p);
+double mpm_g2p(const MPMGridBox *g, const double *grid, double dt, double flip, double rest, MPMParticleView *p);
 
 /* Particle coordinate in grid units along axis a.  The stencil, the owner
  * of a particle and the inside-the-domain test all use this one expression,

@@ -26,7 +26,8 @@ typedef struct {
   MPMTransfer    transfer;
   double         flip;        /* FLIP fraction of the PIC/FLIP blend; < 0 selects APIC */
   double         cfl_elastic; /* dt <= cfl_elastic dx / c_p */
-  PetscBool      held_pic;    /* particles that reach a node held by friction drop C */
+  PetscBool      held_pic;    /* particles at rest that reach a node held by friction drop C */
+  double         held_rest;   /* "at rest": moving at most this many cells per step */
   double         wave_speed;  /* largest P-wave speed of anything that can put particles in the run */
   ExplicitFields fields[8];   /* per species */
 } Explicit;
@@ -41,12 +42,15 @@ static PetscErrorCode ExplicitOptions(MPMIntegrator integ, MPMSim sim)
   integ->data     = ex;
   ex->flip        = 0.95;
   ex->cfl_elastic = 0.5;
+  ex->held_pic    = PETSC_TRUE;
+  ex->held_rest   = 1e-4;
   PetscOptionsBegin(sim->comm, NULL, "Explicit integrator", NULL);
   PetscCall(MPMOptionsEList("-transfer", "Particle-grid transfer: apic, flip (PIC/FLIP blend), aflip (affine FLIP: APIC's C with the FLIP blend)", NULL, TransferNames, 3,
                             TransferNames[transfer], &transfer, NULL));
   PetscCall(MPMOptionsReal("-flip_blend", "FLIP fraction of the blend (with -transfer flip or aflip) [-]", NULL, ex->flip, &ex->flip, NULL));
   PetscCall(MPMOptionsReal("-cfl_elastic", "Elastic limit: dt <= cfl_elastic dx / c_p [-]", NULL, ex->cfl_elastic, &ex->cfl_elastic, NULL));
-  PetscCall(PetscOptionsBool("-held_pic", "Particles next to a node held by wall or object friction drop the affine part C (transfer as PIC): static friction then holds, at the cost of extra dissipation where sand flows over a rough wall (docs/validation.md)", NULL, ex->held_pic, &ex->held_pic, NULL));
+  PetscCall(PetscOptionsBool("-held_pic", "Particles at rest next to a node held by wall or object friction drop the affine part C (transfer as PIC), so that static friction holds (docs/validation.md, \"Static friction\")", NULL, ex->held_pic, &ex->held_pic, NULL));
+  PetscCall(MPMOptionsReal("-held_pic_rest", "With -held_pic, a particle is at rest when it moves at most this many cells per step [-]", NULL, ex->held_rest, &ex->held_rest, NULL));
   PetscOptionsEnd();
   ex->transfer = (MPMTransfer)transfer;
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -59,6 +63,7 @@ static PetscErrorCode ExplicitCheck(MPMIntegrator integ, MPMSim sim)
   PetscFunctionBeginUser;
   PetscCheck(ex->cfl_elastic > 0 && ex->cfl_elastic <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-cfl_elastic must be in (0, 1], got %g", ex->cfl_elastic);
   PetscCheck(ex->flip >= 0 && ex->flip <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-flip_blend must be in [0, 1], got %g", ex->flip);
+  PetscCheck(ex->held_rest >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-held_pic_rest must be >= 0 (cells per step), got %g", ex->held_rest);
   if (ex->transfer == MPM_TRANSFER_APIC) ex->flip = -1; /* the transfers take flip < 0 as APIC */
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -267,7 +272,7 @@ static PetscErrorCode G2P(const Explicit *ex, MPMSpecies *sp, const ExplicitFiel
   PetscFunctionBeginUser;
   PetscCall(PetscLogEventBegin(MPM_EVENT_G2P, 0, 0, 0, 0));
   PetscCall(VecGetArrayRead(g->local, &a));
-  *vmax = sqrt(mpm_g2p(&g->box, a, dt, ex->flip, &v));
+  *vmax = sqrt(mpm_g2p(&g->box, a, dt, ex->flip, ex->held_rest, &v));
   PetscCall(VecRestoreArrayRead(g->local, &a));
   PetscCall(PetscLogEventEnd(MPM_EVENT_G2P, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -135,10 +135,11 @@ ALWAYS_INLINE void p2g_generic(const int dim, const int order, const int split, 
  *   v_p = sum w n_i,  B[:, b] = sum w dx_b n_i,  grad v[:, b] = sum gw_b n_i,
  * each summed row by row, plane by plane. */
 ALWAYS_INLINE double g2p_generic(const int dim, const int order, const int split, const MPMGridBox *g, const double *restrict grid, double dt,
-                                 double flip, MPMParticleView *p)
+                                 double flip, double rest, MPMParticleView *p)
 {
   const int    S = order + 1, Sz = dim == 3 ? S : 1, dof = 1 + (split ? 2 : 1) * dim;
   const double dinv = mpm_apic_dinv(order, g->h);
+  const double rest2 = rest * rest * g->h * g->h; /* |v| dt <= rest h: at rest */
   const long   sy = (long)dof * g->gn[0], sz = sy * g->gn[1];
   double *restrict X = p->x, *restrict V = p->v, *restrict Cp = p->C, *restrict Fp = p->Fe;
   double       vmax2 = 0;
@@ -189,7 +190,7 @@ ALWAYS_INLINE double g2p_generic(const int dim, const int order, const int split
     }
     if (sp2 > vmax2) vmax2 = sp2;
     if (Cp) {
-      const double keep = vp[0] > 0 ? 0.0 : dinv; /* slot 0: a node held by friction in reach drops C */
+      const double keep = vp[0] > 0 && sp2 * dt * dt <= rest2 ? 0.0 : dinv; /* at rest next to a held node (slot 0): drop C */
       for (int a = 0; a < dim; a++)
         for (int b = 0; b < dim; b++) Cp[q * dim * dim + a * dim + b] = Bc[b][1 + a] * keep; /* APIC, and affine FLIP */
     }
@@ -275,10 +276,11 @@ ALWAYS_INLINE void p2g_3d_vec4(const int order, const MPMGridBox *g, const MPMPa
 }
 
 /* g2p_generic(3, order, 0, ...) for APIC (flip < 0) with vec4 node values. */
-ALWAYS_INLINE double g2p_3d_vec4(const int order, const MPMGridBox *g, const double *restrict grid, double dt, MPMParticleView *p)
+ALWAYS_INLINE double g2p_3d_vec4(const int order, const MPMGridBox *g, const double *restrict grid, double dt, double rest, MPMParticleView *p)
 {
   const int    S = order + 1;
   const double dinv = mpm_apic_dinv(order, g->h);
+  const double rest2 = rest * rest * g->h * g->h; /* |v| dt <= rest h: at rest */
   const long   sy = 4L * g->gn[0], sz = sy * g->gn[1];
   double *restrict X = p->x, *restrict V = p->v, *restrict Cp = p->C, *restrict Fp = p->Fe;
   double       vmax2 = 0;
@@ -322,7 +324,7 @@ ALWAYS_INLINE double g2p_3d_vec4(const int order, const MPMGridBox *g, const dou
     }
     if (sp2 > vmax2) vmax2 = sp2;
     if (Cp) {
-      const double keep = vp[0] > 0 ? 0.0 : dinv; /* slot 0: a node held by friction in reach drops C */
+      const double keep = vp[0] > 0 && sp2 * dt * dt <= rest2 ? 0.0 : dinv; /* at rest next to a held node (slot 0): drop C */
       for (int a = 0; a < 3; a++)
         for (int b = 0; b < 3; b++) Cp[9 * q + 3 * a + b] = B[b][1 + a] * keep;
     }
@@ -360,11 +362,11 @@ void mpm_p2g(const MPMGridBox *g, const MPMParticleView *p, double dt, double *g
   }
 }
 
-double mpm_g2p(const MPMGridBox *g, const double *grid, double dt, double flip, MPMParticleView *p)
+double mpm_g2p(const MPMGridBox *g, const double *grid, double dt, double flip, double rest, MPMParticleView *p)
 {
   const int split = g->dof > 1 + g->dim;
-  if (g->dim == 3 && !split && flip < 0) return g->order == 2 ? g2p_3d_vec4(2, g, grid, dt, p) : g2p_3d_vec4(3, g, grid, dt, p);
-  if (g->dim == 3) return g->order == 2 ? g2p_generic(3, 2, 1, g, grid, dt, flip, p) : g2p_generic(3, 3, 1, g, grid, dt, flip, p);
-  if (g->order == 2) return split ? g2p_generic(2, 2, 1, g, grid, dt, flip, p) : g2p_generic(2, 2, 0, g, grid, dt, flip, p);
-  return split ? g2p_generic(2, 3, 1, g, grid, dt, flip, p) : g2p_generic(2, 3, 0, g, grid, dt, flip, p);
+  if (g->dim == 3 && !split && flip < 0) return g->order == 2 ? g2p_3d_vec4(2, g, grid, dt, rest, p) : g2p_3d_vec4(3, g, grid, dt, rest, p);
+  if (g->dim == 3) return g->order == 2 ? g2p_generic(3, 2, 1, g, grid, dt, flip, rest, p) : g2p_generic(3, 3, 1, g, grid, dt, flip, rest, p);
+  if (g->order == 2) return split ? g2p_generic(2, 2, 1, g, grid, dt, flip, rest, p) : g2p_generic(2, 2, 0, g, grid, dt, flip, rest, p);
+  return split ? g2p_generic(2, 3, 1, g, grid, dt, flip, rest, p) : g2p_generic(2, 3, 0, g, grid, dt, flip, rest, p);
 }
