@@ -25,6 +25,7 @@ CASES = [
     (["-dim", "4"], "-dim must be 2 or 3"),
     (["-kernel", "quintic"], "-kernel"),
     (["-transfer", "pic"], "-transfer"),
+    (["-held_pic_rest", "-1e-4"], "-held_pic_rest must be >= 0"),
     (["-integrator", "leapfrog"], "-integrator leapfrog is not a known integrator; allowed: explicit"),
     (["-bc_xlo", "glue"], "-bc_xlo"),
     (["-bc_ylo_friction", "-0.1"], "-bc_ylo_friction must be >= 0"),
