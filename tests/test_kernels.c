@@ -1544,6 +1544,86 @@ static void test_dp_volume_correction_batch(void)
   CHECK(et / ts, 0, 1e-11, "DP volume correction batch: max |tau batch - scalar| / max |tau|");
 }
 
+
+/* ======================================================================== */
+/* 8. Implicit linearization: P(Z(Fhat)) and dP/dFhat (docs/design/implicit.md) */
+/* ======================================================================== */
+/* One linearization check: the returned case, P against the explicit path
+ * (Z and tau of mpm_dp_update, P = tau Z^-T) and dP against a central finite
+ * difference of P along three random directions. */
+static void check_trial_piola(const MPMDruckerPragerParams *p, const double *Fhat, MPMPlasticCase want, const char *what)
+{
+  const int           d = p->dim;
+  double              P[9], Pz[9], Z[9], tau[9], q = 0, Jp = 1, err = 0;
+  MPMIsoLinearization lin;
+  const int           pc = mpm_dp_trial_piola(p, p->alpha0, p->tr_apex0, Fhat, P, &lin);
+  CHECK(pc, want, 0, "trial P %dD %s: case %d", d, what, (int)want);
+  memcpy(Z, Fhat, sizeof(double) * (size_t)(d * d));
+  mpm_dp_update(p, Z, &q, &Jp, tau);
+  mpm_piola_from_kirchhoff(d, tau, Z, Pz);
+  CHECK(maxdiff(d * d, P, Pz) / fmax(maxabs(d * d, Pz), p->mu * 1e-3), 0, 1e-10, "trial P %dD %s: = tau(Z) Z^-T of mpm_dp_update", d, what);
+  for (int r = 0; r < 3; r++) {
+    double dF[9], Fp[9], Fm[9], Pp[9], Pm[9], dP[9], fd[9];
+    const double h = 1e-6;
+    MPMIsoLinearization tmp;
+    for (int i = 0; i < d * d; i++) dF[i] = urange(-1, 1);
+    for (int i = 0; i < d * d; i++) {
+      Fp[i] = Fhat[i] + h * dF[i];
+      Fm[i] = Fhat[i] - h * dF[i];
+    }
+    mpm_dp_trial_piola(p, p->alpha0, p->tr_apex0, Fp, Pp, &tmp);
+    mpm_dp_trial_piola(p, p->alpha0, p->tr_apex0, Fm, Pm, &tmp);
+    for (int i = 0; i < d * d; i++) fd[i] = (Pp[i] - Pm[i]) / (2 * h);
+    mpm_iso_dpiola(&lin, dF, dP);
+    err = fmax(err, maxdiff(d * d, dP, fd) / fmax(maxabs(d * d, fd), p->mu * 1e-6));
+  }
+  CHECK(err, 0, 1e-6, "trial P %dD %s: dP = finite difference (3 directions)", d, what);
+}
+
+static void test_trial_piola(int dim)
+{
+  const MPMDruckerPragerParams p = dp_params(dim, MPM_CONE_PLANE_STRAIN, 30.0, 0.0), pc = dp_params(dim, MPM_CONE_PLANE_STRAIN, 30.0, 2e4);
+  /* principal Hencky strains well inside each case (checked by the returned case) */
+  const double elastic[3] = {-0.010, -0.012, -0.011}, cone[3] = {0.020, -0.060, -0.020}, tip[3] = {0.020, 0.010, 0.015};
+  const double twin[3] = {-0.010, -0.010 + 1e-10, -0.012}, equal[3] = {-0.01, -0.01, -0.01};
+  const double cone_twin[3] = {0.020, -0.070, 0.020}; /* 3D: two equal strains on the cone */
+  struct {
+    const MPMDruckerPragerParams *p;
+    const double                 *e;
+    MPMPlasticCase                pc;
+    const char                   *what;
+  } cases[] = {
+    {&p,  elastic,   MPM_CASE_ELASTIC, "elastic"                              },
+    {&p,  cone,      MPM_CASE_CONE,    "cone"                                 },
+    {&p,  tip,       MPM_CASE_TIP,     "tip"                                  },
+    {&pc, tip,       MPM_CASE_TIP,     "tip with cohesion (stress at the apex)"},
+    {&pc, cone,      MPM_CASE_CONE,    "cone with cohesion"                   },
+    {&p,  twin,      MPM_CASE_ELASTIC, "elastic, s1 - s2 = 1e-10"             },
+    {&p,  equal,     MPM_CASE_ELASTIC, "elastic, all s equal"                 },
+    {&p,  cone_twin, MPM_CASE_CONE,    "cone, two equal s"                    },
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    double R1[9], R2[9], F[9];
+    if (dim == 2 && cases[c].e == cone_twin) continue; /* in 2D two equal strains have no deviator: the tip */
+    random_rotation(dim, R1);
+    random_rotation(dim, R2);
+    F_from_strain(dim, R1, cases[c].e, R2, F);
+    check_trial_piola(cases[c].p, F, cases[c].pc, cases[c].what);
+  }
+  /* The cone's derivative is not symmetric (non-associative flow): dP(A):B != A:dP(B) */
+  double R1[9], R2[9], F[9], P[9], A[9], B[9], dA[9], dB[9], ab = 0, ba = 0, sc = 0;
+  MPMIsoLinearization lin;
+  random_rotation(dim, R1);
+  random_rotation(dim, R2);
+  F_from_strain(dim, R1, cone, R2, F);
+  mpm_dp_trial_piola(&p, p.alpha0, p.tr_apex0, F, P, &lin);
+  for (int i = 0; i < dim * dim; i++) A[i] = urange(-1, 1), B[i] = urange(-1, 1);
+  mpm_iso_dpiola(&lin, A, dA);
+  mpm_iso_dpiola(&lin, B, dB);
+  for (int i = 0; i < dim * dim; i++) ab += B[i] * dA[i], ba += A[i] * dB[i], sc += fabs(B[i] * dA[i]);
+  CHECK(fabs(ab - ba) / sc > 1e-3, 1, 0, "trial P %dD cone: the linearization is not symmetric (|B:dP(A) - A:dP(B)| / scale = %.2g)", dim, fabs(ab - ba) / sc);
+}
+
 int main(void)
 {
   printf("%-74s %-20s %-20s %-7s %s\n", "check", "value", "expected", "tol", "result");
@@ -1587,6 +1667,10 @@ int main(void)
   test_sdf();
   test_collide(2);
   test_collide(3);
+
+  section("8. Implicit linearization: P(Z(Fhat)) and its derivative");
+  test_trial_piola(2);
+  test_trial_piola(3);
 
   printf("\n%d checks, %d failed\n", n_checks, n_failed);
   return n_failed ? 1 : 0;

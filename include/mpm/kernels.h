@@ -189,6 +189,26 @@ double mpm_neohookean_energy(int dim, double mu, double lambda, const double *Fe
 /* First Piola-Kirchhoff stress P = tau F^-T from a Kirchhoff stress. */
 void mpm_piola_from_kirchhoff(int dim, const double *tau, const double *F, double *P);
 
+/* Linearization of an isotropic stress function P(Fhat) = U diag(g(s)) V^T
+ * at Fhat = U diag(s) V^T (singular values s > 0), for the implicit
+ * integrator's Jacobian (src/kernels/linearize.c). */
+typedef struct {
+  int    dim;
+  double U[9], V[9]; /* Fhat = U diag(s) V^T, row-major, columns are the singular vectors */
+  double s[3], g[3]; /* singular values of Fhat and of P */
+  double dg[9];      /* dg[k*dim+l] = d g_k / d s_l */
+} MPMIsoLinearization;
+
+/* The implicit force's stress: P(Z(Fhat)), Hencky's first Piola-Kirchhoff
+ * stress (K26) of the Drucker-Prager return map Z (K27, K28) of the trial
+ * Fhat, with the cone alpha and apex tr_apex of the step's hardening state
+ * (not updated: the seed is implicit in plasticity, not in hardening).
+ * Returns the case and fills the linearization for mpm_iso_dpiola. */
+MPMPlasticCase mpm_dp_trial_piola(const MPMDruckerPragerParams *p, double alpha, double tr_apex, const double *Fhat, double *P, MPMIsoLinearization *lin);
+/* dP = dP/dFhat : dF, the derivative of the stress linearized in lin (not
+ * symmetric in general: plastic flow on the cone is non-associative). */
+void mpm_iso_dpiola(const MPMIsoLinearization *lin, const double *dF, double *dP);
+
 /* Lame parameters from Young's modulus and Poisson's ratio. */
 static inline void mpm_lame(double E, double nu, double *mu, double *lambda)
 {

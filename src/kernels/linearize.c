@@ -1,0 +1,131 @@
+/* Linearized stress for the implicit integrator (Klar et al. 2016, s. 5.6;
+ * docs/design/implicit.md, D1-D4).  The implicit force is
+ * f = -sum V0 P(Z(Fhat)) F_E,n^T grad w with Fhat = (I + dt grad v) F_E,n,
+ * so Newton needs P(Z(Fhat)) and its derivative along dFhat.  Z keeps the
+ * singular vectors (K28) and Hencky's P is diagonal in them, so P o Z is an
+ * isotropic function of Fhat: P = U diag(g(s)) V^T for Fhat = U diag(s) V^T.
+ * Its derivative follows from g and dg/ds alone (the singular-value formula
+ * of isotropic functions), which is what these kernels compute. */
+#include <mpm/kernels.h>
+
+/* Fhat = U diag(s) V^T from the eigenvectors of Fhat Fhat^T: s = sqrt(eig),
+ * V = Fhat^T U diag(1/s).  Needs det Fhat != 0. */
+static void svd_from_eig(int d, const double *F, double *U, double *s, double *V)
+{
+  double b[9] = {0}, lam[3];
+  for (int i = 0; i < d; i++)
+    for (int j = 0; j < d; j++) {
+      double t = 0;
+      for (int k = 0; k < d; k++) t += F[i * d + k] * F[j * d + k];
+      b[i * d + j] = t;
+    }
+  mpm_sym_eig(d, b, lam, U);
+  for (int k = 0; k < d; k++) s[k] = sqrt(lam[k]);
+  for (int i = 0; i < d; i++)
+    for (int k = 0; k < d; k++) {
+      double t = 0;
+      for (int j = 0; j < d; j++) t += F[j * d + i] * U[j * d + k];
+      V[i * d + k] = t / s[k];
+    }
+}
+
+/* M = dH/deps of the return map (K27, K28 with the cohesion shift):
+ *   elastic  H = eps                          M = I
+ *   tip      H = tr_apex/d 1                  M = 0
+ *   cone     H = tr/d 1 - c alpha trs n       M = 11^T/d - c alpha n 1^T - (c alpha trs/|hat|)(I - 11^T/d - n n^T)
+ * with hat = dev eps, n = hat/|hat|, trs = tr eps - tr_apex, c = (d lambda + 2 mu)/(2 mu).  The cone's M is
+ * not symmetric: the Newton systems need GMRES. */
+static void return_map_derivative(const MPMDruckerPragerParams *p, double alpha, double tr_apex, MPMPlasticCase pc, const double *eps, double *M)
+{
+  const int d = p->dim;
+  for (int k = 0; k < d * d; k++) M[k] = 0.0;
+  if (pc == MPM_CASE_TIP) return;
+  if (pc == MPM_CASE_ELASTIC) {
+    for (int k = 0; k < d; k++) M[k * d + k] = 1.0;
+    return;
+  }
+  double tr = 0, nh = 0, n[3];
+  for (int k = 0; k < d; k++) tr += eps[k];
+  for (int k = 0; k < d; k++) {
+    n[k] = eps[k] - tr / d;
+    nh += n[k] * n[k];
+  }
+  nh = sqrt(nh);
+  for (int k = 0; k < d; k++) n[k] /= nh;
+  const double ca = (d * p->lambda + 2.0 * p->mu) / (2.0 * p->mu) * alpha, r = ca * (tr - tr_apex) / nh;
+  for (int k = 0; k < d; k++)
+    for (int l = 0; l < d; l++) M[k * d + l] = 1.0 / d - ca * n[k] - r * ((k == l) - 1.0 / d - n[k] * n[l]);
+}
+
+MPMPlasticCase mpm_dp_trial_piola(const MPMDruckerPragerParams *p, double alpha, double tr_apex, const double *Fhat, double *P, MPMIsoLinearization *lin)
+{
+  const int d = p->dim;
+  double    eps[3], H[3], M[9], dq, trH = 0;
+  lin->dim = d;
+  svd_from_eig(d, Fhat, lin->U, lin->s, lin->V);
+  for (int k = 0; k < d; k++) H[k] = eps[k] = log(lin->s[k]);
+  const MPMPlasticCase pc = mpm_dp_project(p, alpha, tr_apex, H, &dq);
+  return_map_derivative(p, alpha, tr_apex, pc, eps, M);
+  for (int k = 0; k < d; k++) trH += H[k];
+  /* g_k = tau_k(H) exp(-H_k), tau_k = 2 mu H_k + lambda tr H (K26): the singular values of P(Z) */
+  for (int k = 0; k < d; k++) {
+    const double e = exp(-H[k]), tau = 2.0 * p->mu * H[k] + p->lambda * trH;
+    lin->g[k]      = tau * e;
+    for (int l = 0; l < d; l++) { /* dg_k/ds_l = sum_m dg_k/dH_m M_ml / s_l */
+      double t = 0;
+      for (int m = 0; m < d; m++) t += e * ((m == k) * (2.0 * p->mu - tau) + p->lambda) * M[m * d + l];
+      lin->dg[k * d + l] = t / lin->s[l];
+    }
+  }
+  for (int i = 0; i < d; i++)
+    for (int j = 0; j < d; j++) {
+      double t = 0;
+      for (int k = 0; k < d; k++) t += lin->U[i * d + k] * lin->g[k] * lin->V[j * d + k];
+      P[i * d + j] = t;
+    }
+  return pc;
+}
+
+/* dP = U dPt V^T with dFt = U^T dF V:
+ *   dPt_kk = sum_l dg_k/ds_l dFt_ll
+ *   dPt_kl = a dFt_kl + b dFt_lk,  a = (Q + S)/2, b = (Q - S)/2 (k != l),
+ *   Q = (g_k - g_l)/(s_k - s_l), S = (g_k + g_l)/(s_k + s_l).
+ * For s_k -> s_l, Q -> dg_k/ds_k - dg_k/ds_l (g is symmetric under a swap of
+ * its arguments), which avoids the cancellation. */
+void mpm_iso_dpiola(const MPMIsoLinearization *lin, const double *dF, double *dP)
+{
+  const int     d = lin->dim;
+  const double *U = lin->U, *V = lin->V, *s = lin->s, *g = lin->g;
+  double        T[9], Ft[9], Pt[9];
+  mpm_matmul(d, dF, V, T);
+  for (int k = 0; k < d; k++)
+    for (int l = 0; l < d; l++) {
+      double t = 0;
+      for (int i = 0; i < d; i++) t += U[i * d + k] * T[i * d + l];
+      Ft[k * d + l] = t;
+    }
+  for (int k = 0; k < d; k++) {
+    double t = 0;
+    for (int l = 0; l < d; l++) t += lin->dg[k * d + l] * Ft[l * d + l];
+    Pt[k * d + k] = t;
+    for (int l = k + 1; l < d; l++) {
+      const double ds = s[k] - s[l];
+      const double Q  = fabs(ds) > 1e-8 * (s[k] + s[l]) ? (g[k] - g[l]) / ds : lin->dg[k * d + k] - lin->dg[k * d + l];
+      const double S  = (g[k] + g[l]) / (s[k] + s[l]), a = 0.5 * (Q + S), b = 0.5 * (Q - S);
+      Pt[k * d + l]   = a * Ft[k * d + l] + b * Ft[l * d + k];
+      Pt[l * d + k]   = a * Ft[l * d + k] + b * Ft[k * d + l];
+    }
+  }
+  for (int i = 0; i < d; i++)
+    for (int l = 0; l < d; l++) {
+      double t = 0;
+      for (int k = 0; k < d; k++) t += U[i * d + k] * Pt[k * d + l];
+      T[i * d + l] = t;
+    }
+  for (int i = 0; i < d; i++)
+    for (int j = 0; j < d; j++) {
+      double t = 0;
+      for (int l = 0; l < d; l++) t += T[i * d + l] * V[j * d + l];
+      dP[i * d + j] = t;
+    }
+}
