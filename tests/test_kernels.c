@@ -1580,6 +1580,134 @@ static void check_trial_piola(const MPMDruckerPragerParams *p, const double *Fha
   CHECK(err, 0, 1e-6, "trial P %dD %s: dP = finite difference (3 directions)", d, what);
 }
 
+/* The elastic models: P against tau F^-T of their stress kernels, dP against
+ * a central difference, at a random F (stretches 0.7-1.3, rotated). */
+typedef void (*TrialFn)(int, double, double, const double *, double *, MPMIsoLinearization *);
+static void test_trial_elastic(int dim, const char *nm, TrialFn trial, StressFn stress)
+{
+  const int           d = dim;
+  double              mu, lambda, R1[9], R2[9], s[3], F[9], P[9], Pt[9], tau[9], err = 0;
+  MPMIsoLinearization lin;
+  mpm_lame(E_SAND, NU_SAND, &mu, &lambda);
+  for (int trial_no = 0; trial_no < 4; trial_no++) {
+    random_rotation(d, R1);
+    random_rotation(d, R2);
+    for (int k = 0; k < d; k++) s[k] = trial_no == 3 ? 0.9 : urange(0.7, 1.3); /* the last: equal stretches */
+    rot_diag_rot(d, R1, s, R2, F);
+    trial(d, mu, lambda, F, P, &lin);
+    stress(d, mu, lambda, F, tau);
+    mpm_piola_from_kirchhoff(d, tau, F, Pt);
+    CHECK(maxdiff(d * d, P, Pt) / maxabs(d * d, Pt), 0, 1e-10, "trial P %dD %s (s %.2f %.2f): = tau F^-T", d, nm, s[0], s[1]);
+    for (int r = 0; r < 3; r++) {
+      double dF[9], Fp[9], Fm[9], Pp[9], Pm[9], dP[9], fd[9];
+      const double h = 1e-6;
+      MPMIsoLinearization tmp;
+      for (int i = 0; i < d * d; i++) dF[i] = urange(-1, 1);
+      for (int i = 0; i < d * d; i++) Fp[i] = F[i] + h * dF[i], Fm[i] = F[i] - h * dF[i];
+      trial(d, mu, lambda, Fp, Pp, &tmp);
+      trial(d, mu, lambda, Fm, Pm, &tmp);
+      for (int i = 0; i < d * d; i++) fd[i] = (Pp[i] - Pm[i]) / (2 * h);
+      mpm_iso_dpiola(&lin, dF, dP);
+      err = fmax(err, maxdiff(d * d, dP, fd) / maxabs(d * d, fd));
+    }
+  }
+  CHECK(err, 0, 1e-6, "trial P %dD %s: dP = finite difference (4 deformations x 3 directions)", d, nm);
+}
+
+/* The implicit operators of transfer.c: the gradient of an affine grid
+ * velocity is its matrix; the divergence of -dt V0 tau equals P2G's force;
+ * the diagonal equals the operator applied to unit node velocities. */
+static void test_implicit_operators(int dim, int order)
+{
+  const int       d = dim, dd = d * d, np = 40, off = 1;
+  const char     *nm = order == 2 ? "quadratic" : "cubic";
+  TestGrid        t;
+  MPMParticleView p;
+  double          A[9], b[3], *G = malloc(sizeof(double) * (size_t)(np * dd)), e = 0;
+  grid_make(&t, dim, order, 1 + d, 10);
+  parts_alloc(&p, dim, np);
+  for (int q = 0; q < np; q++) random_inside(&t, p.x + q * d);
+  for (int k = 0; k < dd; k++) A[k] = urange(-1, 1);
+  for (int k = 0; k < d; k++) b[k] = urange(-1, 1);
+  for (long n = 0; n < t.nn; n++) {
+    double x[3] = {0};
+    node_pos(&t, n, x);
+    for (int a = 0; a < d; a++) {
+      double v = b[a];
+      for (int c = 0; c < d; c++) v += A[a * d + c] * x[c];
+      t.grid[n * t.g.dof + off + a] = v;
+    }
+  }
+  mpm_grid_gradient(&t.g, np, p.x, t.grid, off, G);
+  for (int q = 0; q < np; q++) e = fmax(e, maxdiff(dd, G + q * dd, A));
+  CHECK(e, 0, 1e-12, "implicit ops %dD %s: gradient of an affine grid velocity = its matrix", d, nm);
+
+  /* divergence: P2G of massless particles with stress tau puts -dt V0 tau grad w in the momentum slots */
+  const double dt = 0.01;
+  double      *Am = malloc(sizeof(double) * (size_t)(np * dd)), *ref = malloc(sizeof(double) * (size_t)(t.nn * t.g.dof));
+  for (int q = 0; q < np; q++) {
+    p.V0[q] = urange(0.5, 1.5) * 1e-3;
+    for (int k = 0; k < dd; k++) {
+      p.tau[q * dd + k] = urange(-1e4, 1e4);
+      Am[q * dd + k]    = -dt * p.V0[q] * p.tau[q * dd + k];
+    }
+  }
+  grid_clear(&t);
+  mpm_p2g(&t.g, &p, dt, t.grid);
+  memcpy(ref, t.grid, sizeof(double) * (size_t)(t.nn * t.g.dof));
+  grid_clear(&t);
+  mpm_p2g_divergence(&t.g, np, p.x, Am, t.grid, off);
+  CHECK(maxdiff((int)(t.nn * t.g.dof), t.grid, ref) / maxabs((int)(t.nn * t.g.dof), ref), 0, 1e-14, "implicit ops %dD %s: divergence of -dt V0 tau = P2G's force", d, nm);
+
+  /* diagonal: D_p[a][c][f] = dt^2 V0 dP_ac/dF_af, against e_ia . K e_ia with K v = divergence(dt V0 dP(dt grad v F) F^T) */
+  MPMIsoLinearization *lin = malloc(sizeof(MPMIsoLinearization) * (size_t)np);
+  double *D = calloc((size_t)(np * dd * d), sizeof(double)), *diag = calloc((size_t)(t.nn * t.g.dof), sizeof(double)), mu, lambda, err = 0, scale = 0;
+  mpm_lame(1e6, 0.3, &mu, &lambda);
+  for (int q = 0; q < np; q++) {
+    double R1[9], R2[9], sv[3], P[9];
+    random_rotation(d, R1), random_rotation(d, R2);
+    for (int k = 0; k < d; k++) sv[k] = urange(0.9, 1.1);
+    rot_diag_rot(d, R1, sv, R2, p.Fe + q * dd);
+    mpm_hencky_trial_piola(d, mu, lambda, p.Fe + q * dd, P, &lin[q]);
+    for (int a = 0; a < d; a++)
+      for (int f = 0; f < d; f++) {
+        double E[9] = {0}, dP[9];
+        E[a * d + f] = 1;
+        mpm_iso_dpiola(&lin[q], E, dP);
+        for (int c = 0; c < d; c++) D[q * dd * d + (a * d + c) * d + f] = dt * dt * p.V0[q] * dP[a * d + c];
+      }
+  }
+  mpm_p2g_diagonal(&t.g, np, p.x, p.Fe, D, diag, off);
+  for (int trial = 0; trial < 6; trial++) {
+    const long n = (long)(urand() * t.nn) % t.nn;
+    const int  a = trial % d;
+    grid_clear(&t);
+    t.grid[n * t.g.dof + off + a] = 1.0;
+    mpm_grid_gradient(&t.g, np, p.x, t.grid, off, G);
+    for (int q = 0; q < np; q++) {
+      double dF[9], dP[9];
+      mpm_matmul(d, G + q * dd, p.Fe + q * dd, dF);
+      for (int k = 0; k < dd; k++) dF[k] *= dt;
+      mpm_iso_dpiola(&lin[q], dF, dP);
+      for (int i = 0; i < d; i++)
+        for (int j = 0; j < d; j++) {
+          double s2 = 0;
+          for (int k = 0; k < d; k++) s2 += dP[i * d + k] * p.Fe[q * dd + j * d + k]; /* dP F^T */
+          Am[q * dd + i * d + j] = dt * p.V0[q] * s2;
+        }
+    }
+    grid_clear(&t);
+    mpm_p2g_divergence(&t.g, np, p.x, Am, t.grid, off);
+    err   = fmax(err, fabs(t.grid[n * t.g.dof + off + a] - diag[n * t.g.dof + off + a]));
+    scale = fmax(scale, fabs(t.grid[n * t.g.dof + off + a]));
+  }
+  CHECK(scale > 0, 1, 0, "implicit ops %dD %s: the probed nodes carry stiffness", d, nm);
+  CHECK(err / fmax(scale, 1e-300), 0, 1e-12, "implicit ops %dD %s: diagonal = operator on unit node velocities (6 nodes)", d, nm);
+  free(G), free(Am), free(ref), free(lin), free(D), free(diag);
+  grid_free(&t);
+  parts_free(&p);
+}
+
 static void test_trial_piola(int dim)
 {
   const MPMDruckerPragerParams p = dp_params(dim, MPM_CONE_PLANE_STRAIN, 30.0, 0.0), pc = dp_params(dim, MPM_CONE_PLANE_STRAIN, 30.0, 2e4);
@@ -1671,6 +1799,12 @@ int main(void)
   section("8. Implicit linearization: P(Z(Fhat)) and its derivative");
   test_trial_piola(2);
   test_trial_piola(3);
+  for (int dim = 2; dim <= 3; dim++)
+    for (int order = 2; order <= 3; order++) test_implicit_operators(dim, order);
+  for (int dim = 2; dim <= 3; dim++) {
+    test_trial_elastic(dim, "hencky", mpm_hencky_trial_piola, mpm_hencky_stress);
+    test_trial_elastic(dim, "neohookean", mpm_neohookean_trial_piola, mpm_neohookean_stress);
+  }
 
   printf("\n%d checks, %d failed\n", n_checks, n_failed);
   return n_failed ? 1 : 0;

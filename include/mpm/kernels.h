@@ -205,6 +205,10 @@ typedef struct {
  * (not updated: the seed is implicit in plasticity, not in hardening).
  * Returns the case and fills the linearization for mpm_iso_dpiola. */
 MPMPlasticCase mpm_dp_trial_piola(const MPMDruckerPragerParams *p, double alpha, double tr_apex, const double *Fhat, double *P, MPMIsoLinearization *lin);
+/* The same for the elastic models (no return map): Hencky (K25, K26) and
+ * compressible neo-Hookean. */
+void mpm_hencky_trial_piola(int dim, double mu, double lambda, const double *F, double *P, MPMIsoLinearization *lin);
+void mpm_neohookean_trial_piola(int dim, double mu, double lambda, const double *F, double *P, MPMIsoLinearization *lin);
 /* dP = dP/dFhat : dF, the derivative of the stress linearized in lin (not
  * symmetric in general: plastic flow on the cone is non-associative). */
 void mpm_iso_dpiola(const MPMIsoLinearization *lin, const double *dF, double *dP);

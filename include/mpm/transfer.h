@@ -45,6 +45,18 @@ void mpm_p2g(const MPMGridBox *g, const MPMParticleView *p, double dt, double *g
  * largest particle speed squared (for the CFL time step). */
 double mpm_g2p(const MPMGridBox *g, const double *grid, double dt, double flip, double rest, MPMParticleView *p);
 
+/* The implicit integrator's operators, on nodes with `dof` values of which
+ * slots off .. off+dim-1 hold a velocity (or receive a force); positions X
+ * (dim per particle), matrices dim*dim per particle:
+ *   gradient:   G_p = sum_i v_i (grad w_ip)^T                     (K15)
+ *   divergence: node i += sum_p A_p grad w_ip   (A_p = -dt V0 P F^T gives dt f, K23)
+ *   diagonal:   node i, component a += sum_{c,f} D_p[a][c][f] y_c y_f,
+ *               y = F_p^T grad w_ip, D dim^3 per particle: the diagonal of
+ *               the stiffness dt^2 V0 dP/dF contracted on both sides. */
+void mpm_grid_gradient(const MPMGridBox *g, int n, const double *X, const double *grid, int off, double *G);
+void mpm_p2g_divergence(const MPMGridBox *g, int n, const double *X, const double *A, double *grid, int off);
+void mpm_p2g_diagonal(const MPMGridBox *g, int n, const double *X, const double *F, const double *D, double *grid, int off);
+
 /* Particle coordinate in grid units along axis a.  The stencil, the owner
  * of a particle and the inside-the-domain test all use this one expression,
  * so they agree to the last bit at cell boundaries. */

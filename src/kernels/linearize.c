@@ -57,33 +57,76 @@ static void return_map_derivative(const MPMDruckerPragerParams *p, double alpha,
     for (int l = 0; l < d; l++) M[k * d + l] = 1.0 / d - ca * n[k] - r * ((k == l) - 1.0 / d - n[k] * n[l]);
 }
 
-MPMPlasticCase mpm_dp_trial_piola(const MPMDruckerPragerParams *p, double alpha, double tr_apex, const double *Fhat, double *P, MPMIsoLinearization *lin)
+/* P = U diag(g) V^T */
+static void iso_stress(const MPMIsoLinearization *lin, double *P)
 {
-  const int d = p->dim;
-  double    eps[3], H[3], M[9], dq, trH = 0;
-  lin->dim = d;
-  svd_from_eig(d, Fhat, lin->U, lin->s, lin->V);
-  for (int k = 0; k < d; k++) H[k] = eps[k] = log(lin->s[k]);
-  const MPMPlasticCase pc = mpm_dp_project(p, alpha, tr_apex, H, &dq);
-  return_map_derivative(p, alpha, tr_apex, pc, eps, M);
-  for (int k = 0; k < d; k++) trH += H[k];
-  /* g_k = tau_k(H) exp(-H_k), tau_k = 2 mu H_k + lambda tr H (K26): the singular values of P(Z) */
-  for (int k = 0; k < d; k++) {
-    const double e = exp(-H[k]), tau = 2.0 * p->mu * H[k] + p->lambda * trH;
-    lin->g[k]      = tau * e;
-    for (int l = 0; l < d; l++) { /* dg_k/ds_l = sum_m dg_k/dH_m M_ml / s_l */
-      double t = 0;
-      for (int m = 0; m < d; m++) t += e * ((m == k) * (2.0 * p->mu - tau) + p->lambda) * M[m * d + l];
-      lin->dg[k * d + l] = t / lin->s[l];
-    }
-  }
+  const int d = lin->dim;
   for (int i = 0; i < d; i++)
     for (int j = 0; j < d; j++) {
       double t = 0;
       for (int k = 0; k < d; k++) t += lin->U[i * d + k] * lin->g[k] * lin->V[j * d + k];
       P[i * d + j] = t;
     }
+}
+
+/* Hencky's P of a deformation with singular vectors U, V and principal
+ * Hencky strains H (K26): singular values g_k = tau_k(H) exp(-H_k),
+ * tau_k = 2 mu H_k + lambda tr H; M = dH/deps gives dg/ds through eps = ln s. */
+static void hencky_linearization(int d, double mu, double lambda, const double *H, const double *M, double *P, MPMIsoLinearization *lin)
+{
+  double trH = 0;
+  for (int k = 0; k < d; k++) trH += H[k];
+  for (int k = 0; k < d; k++) {
+    const double e = exp(-H[k]), tau = 2.0 * mu * H[k] + lambda * trH;
+    lin->g[k]      = tau * e;
+    for (int l = 0; l < d; l++) { /* dg_k/ds_l = sum_m dg_k/dH_m M_ml / s_l */
+      double t = 0;
+      for (int m = 0; m < d; m++) t += e * ((m == k) * (2.0 * mu - tau) + lambda) * M[m * d + l];
+      lin->dg[k * d + l] = t / lin->s[l];
+    }
+  }
+  iso_stress(lin, P);
+}
+
+MPMPlasticCase mpm_dp_trial_piola(const MPMDruckerPragerParams *p, double alpha, double tr_apex, const double *Fhat, double *P, MPMIsoLinearization *lin)
+{
+  const int d = p->dim;
+  double    eps[3], H[3], M[9], dq;
+  lin->dim = d;
+  svd_from_eig(d, Fhat, lin->U, lin->s, lin->V);
+  for (int k = 0; k < d; k++) H[k] = eps[k] = log(lin->s[k]);
+  const MPMPlasticCase pc = mpm_dp_project(p, alpha, tr_apex, H, &dq);
+  return_map_derivative(p, alpha, tr_apex, pc, eps, M);
+  hencky_linearization(d, p->mu, p->lambda, H, M, P, lin);
   return pc;
+}
+
+void mpm_hencky_trial_piola(int d, double mu, double lambda, const double *F, double *P, MPMIsoLinearization *lin)
+{
+  double H[3], M[9] = {0};
+  lin->dim = d;
+  svd_from_eig(d, F, lin->U, lin->s, lin->V);
+  for (int k = 0; k < d; k++) {
+    H[k]         = log(lin->s[k]);
+    M[k * d + k] = 1.0;
+  }
+  hencky_linearization(d, mu, lambda, H, M, P, lin);
+}
+
+/* Neo-Hookean P = mu (F - F^-T) + lambda ln J F^-T: singular values
+ * g_k = mu (s_k - 1/s_k) + lambda ln J / s_k, ln J = sum ln s. */
+void mpm_neohookean_trial_piola(int d, double mu, double lambda, const double *F, double *P, MPMIsoLinearization *lin)
+{
+  double lnJ = 0;
+  lin->dim   = d;
+  svd_from_eig(d, F, lin->U, lin->s, lin->V);
+  for (int k = 0; k < d; k++) lnJ += log(lin->s[k]);
+  for (int k = 0; k < d; k++) {
+    const double s = lin->s[k];
+    lin->g[k]      = mu * (s - 1.0 / s) + lambda * lnJ / s;
+    for (int l = 0; l < d; l++) lin->dg[k * d + l] = lambda / (s * lin->s[l]) + (k == l) * (mu * (1.0 + 1.0 / (s * s)) - lambda * lnJ / (s * s));
+  }
+  iso_stress(lin, P);
 }
 
 /* dP = U dPt V^T with dFt = U^T dF V:

@@ -342,6 +342,85 @@ ALWAYS_INLINE double g2p_3d_vec4(const int order, const MPMGridBox *g, const dou
 }
 
 /* ------------------------------------------------------------------------ */
+/* The implicit integrator's operators: gradients and divergences on a grid  */
+/* of velocities, node by node (clarity first: they run a few times per      */
+/* Newton step, not once per time step like P2G/G2P).                        */
+/* ------------------------------------------------------------------------ */
+/* The nodes of particle x's stencil (offsets into the grid, in doubles)
+ * and the weight gradients there. */
+typedef struct {
+  int    n;
+  long   at[MPM_MAX_STENCIL * MPM_MAX_STENCIL * MPM_MAX_STENCIL];
+  double gw[MPM_MAX_STENCIL * MPM_MAX_STENCIL * MPM_MAX_STENCIL][3];
+} StencilGrad;
+
+static void stencil_grad(const MPMGridBox *g, const double *x, StencilGrad *sg)
+{
+  Stencil   s;
+  const int S = g->order + 1, Sz = g->dim == 3 ? S : 1;
+  stencil_eval(g, g->dim, g->order, x, &s);
+  sg->n = 0;
+  for (int kz = 0; kz < Sz; kz++)
+    for (int ky = 0; ky < S; ky++)
+      for (int kx = 0; kx < S; kx++) {
+        const double w0 = s.w[0][kx], w1 = s.w[1][ky], w2 = s.w[2][kz];
+        double      *gw = sg->gw[sg->n];
+        gw[0]           = s.dw[0][kx] * w1 * w2;
+        gw[1]           = w0 * s.dw[1][ky] * w2;
+        gw[2]           = w0 * w1 * s.dw[2][kz];
+        sg->at[sg->n++] = g->dof * node_offset(g, s.base[0] + kx, s.base[1] + ky, s.base[2] + kz);
+      }
+}
+
+void mpm_grid_gradient(const MPMGridBox *g, int n, const double *X, const double *grid, int off, double *G)
+{
+  const int   d = g->dim;
+  StencilGrad sg;
+  for (int q = 0; q < n; q++) {
+    double *Gq = G + q * d * d;
+    stencil_grad(g, X + q * d, &sg);
+    for (int k = 0; k < d * d; k++) Gq[k] = 0;
+    for (int k = 0; k < sg.n; k++)
+      for (int a = 0; a < d; a++)
+        for (int b = 0; b < d; b++) Gq[a * d + b] += grid[sg.at[k] + off + a] * sg.gw[k][b];
+  }
+}
+
+void mpm_p2g_divergence(const MPMGridBox *g, int n, const double *X, const double *A, double *grid, int off)
+{
+  const int   d = g->dim;
+  StencilGrad sg;
+  for (int q = 0; q < n; q++) {
+    const double *Aq = A + q * d * d;
+    stencil_grad(g, X + q * d, &sg);
+    for (int k = 0; k < sg.n; k++)
+      for (int a = 0; a < d; a++)
+        for (int b = 0; b < d; b++) grid[sg.at[k] + off + a] += Aq[a * d + b] * sg.gw[k][b];
+  }
+}
+
+void mpm_p2g_diagonal(const MPMGridBox *g, int n, const double *X, const double *F, const double *D, double *grid, int off)
+{
+  const int   d = g->dim;
+  StencilGrad sg;
+  for (int q = 0; q < n; q++) {
+    const double *Fq = F + q * d * d, *Dq = D + q * d * d * d;
+    stencil_grad(g, X + q * d, &sg);
+    for (int k = 0; k < sg.n; k++) {
+      double y[3] = {0, 0, 0}; /* y = F^T grad w */
+      for (int c = 0; c < d; c++)
+        for (int b = 0; b < d; b++) y[c] += Fq[b * d + c] * sg.gw[k][b];
+      for (int a = 0; a < d; a++) {
+        double t = 0;
+        for (int c = 0; c < d; c++)
+          for (int f = 0; f < d; f++) t += Dq[(a * d + c) * d + f] * y[c] * y[f];
+        grid[sg.at[k] + off + a] += t;
+      }
+    }
+  }
+}
+
+/* ------------------------------------------------------------------------ */
 /* The dispatch: (dim, order, FLIP split) become compile-time constants.     */
 /* ------------------------------------------------------------------------ */
 void mpm_p2g(const MPMGridBox *g, const MPMParticleView *p, double dt, double *grid)
