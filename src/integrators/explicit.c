@@ -16,20 +16,15 @@
 typedef enum { MPM_TRANSFER_APIC = 0, MPM_TRANSFER_FLIP, MPM_TRANSFER_AFLIP } MPMTransfer;
 static const char *const TransferNames[] = {"apic", "flip", "aflip", "MPMTransfer", "MPM_TRANSFER_", NULL};
 
-/* Field indices of one species. */
-typedef struct {
-  PetscInt          f_C, f_tau, f_Fe, f_Jp;
-  MPMMaterialFields mf; /* the materials' state, for their commit */
-} ExplicitFields;
 
 typedef struct {
-  MPMTransfer    transfer;
-  double         flip;        /* FLIP fraction of the PIC/FLIP blend; < 0 selects APIC */
-  double         cfl_elastic; /* dt <= cfl_elastic dx / c_p */
-  PetscBool      held_pic;    /* particles at rest that reach a node held by friction drop C */
-  double         held_rest;   /* "at rest": moving at most this many cells per step */
-  double         wave_speed;  /* largest P-wave speed of anything that can put particles in the run */
-  ExplicitFields fields[8];   /* per species */
+  MPMTransfer     transfer;
+  double          flip;        /* FLIP fraction of the PIC/FLIP blend; < 0 selects APIC */
+  double          cfl_elastic; /* dt <= cfl_elastic dx / c_p */
+  PetscBool       held_pic;    /* particles at rest that reach a node held by friction drop C */
+  double          held_rest;   /* "at rest": moving at most this many cells per step */
+  double          wave_speed;  /* largest P-wave speed of anything that can put particles in the run */
+  MPMStressFields fields[8];   /* per species */
 } Explicit;
 
 static PetscErrorCode ExplicitOptions(MPMIntegrator integ, MPMSim sim)
@@ -68,58 +63,6 @@ static PetscErrorCode ExplicitCheck(MPMIntegrator integ, MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* ------------------------------------------------------ derived output */
-/* Volume, pressure -tr(sigma)/d and the norm of the deviatoric Cauchy
- * stress, sigma = tau / J, J = det(F_E) Jp. */
-static void KirchhoffInvariants(int d, const double *tau, double *tr, double *s2)
-{
-  *tr = 0;
-  *s2 = 0;
-  for (int a = 0; a < d; a++) *tr += tau[a * d + a];
-  for (int a = 0; a < d; a++)
-    for (int b = 0; b < d; b++) {
-      const double s = tau[a * d + b] - (a == b ? *tr / d : 0.0);
-      *s2 += s * s;
-    }
-}
-
-static PetscErrorCode DerivedVolume(void *ctx, const MPMParticles *p, double *out)
-{
-  const ExplicitFields *f  = (const ExplicitFields *)ctx;
-  const int             d  = (int)p->dim;
-  const double         *V0 = MPMFieldReal(p, p->f_V0), *Fe = MPMFieldReal(p, f->f_Fe), *Jp = MPMFieldReal(p, f->f_Jp);
-  PetscFunctionBeginUser;
-  for (PetscInt q = 0; q < p->n; q++) out[q] = V0[q] * (mpm_det(d, Fe + q * d * d) * Jp[q]);
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* out[q] = -tr(sigma)/d (pressure) or ||dev sigma|| of every particle. */
-static void CauchyInvariant(const ExplicitFields *f, const MPMParticles *p, PetscBool pressure, double *out)
-{
-  const int     d  = (int)p->dim;
-  const double *Fe = MPMFieldReal(p, f->f_Fe), *Jp = MPMFieldReal(p, f->f_Jp), *tau = MPMFieldReal(p, f->f_tau);
-  for (PetscInt q = 0; q < p->n; q++) {
-    const double J = mpm_det(d, Fe + q * d * d) * Jp[q];
-    double       tr, s2;
-    KirchhoffInvariants(d, tau + q * d * d, &tr, &s2);
-    out[q] = pressure ? -tr / (d * J) : sqrt(s2) / J;
-  }
-}
-
-static PetscErrorCode DerivedPressure(void *ctx, const MPMParticles *p, double *out)
-{
-  PetscFunctionBeginUser;
-  CauchyInvariant((const ExplicitFields *)ctx, p, PETSC_TRUE, out);
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-static PetscErrorCode DerivedDevStress(void *ctx, const MPMParticles *p, double *out)
-{
-  PetscFunctionBeginUser;
-  CauchyInvariant((const ExplicitFields *)ctx, p, PETSC_FALSE, out);
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 /* --------------------------------------------------------------- set-up */
 /* Largest P-wave speed over everything that can put particles in the run:
  * every material at its own density and at the densities of the regions
@@ -145,23 +88,14 @@ static double WaveSpeed(const MPMSim sim)
 
 static PetscErrorCode SpeciesSetUp(Explicit *ex, MPMSim sim, PetscInt s)
 {
-  MPMSpecies     *sp = sim->species[s];
-  ExplicitFields *f  = &ex->fields[s];
-  const int       d  = (int)sim->dim;
-  char            name[2 * MPM_NAME_LEN];
+  MPMSpecies      *sp = sim->species[s];
+  MPMStressFields *f  = &ex->fields[s];
+  char             name[2 * MPM_NAME_LEN];
 
   PetscFunctionBeginUser;
-  PetscCall(MPMParticlesRegisterField(&sp->p, "C", MPM_FIELD_REAL, d * d, NULL, MPM_FIELD_STATE, &f->f_C));
-  sp->f_affine = f->f_C; /* an initial velocity gradient is APIC's C (Klar et al. s. 5.7) */
-  PetscCall(MPMParticlesRegisterField(&sp->p, "tau", MPM_FIELD_REAL, d * d, NULL, MPM_FIELD_STATE, &f->f_tau));
-  PetscCall(MPMMaterialsFields(sp, &f->mf));
-  f->f_Fe = f->mf.f_Fe;
-  f->f_Jp = f->mf.f_Jp;
+  PetscCall(MPMIntegratorStressFields(sp, f));
   PetscCall(PetscSNPrintf(name, sizeof(name), "%s_momentum", sp->name));
   PetscCall(MPMGridFieldCreate(sim, name, 1 + (ex->transfer == MPM_TRANSFER_APIC ? 1 : 2) * sim->dim, PETSC_FALSE, &sp->grid)); /* FLIP keeps v^n */
-  PetscCall(MPMSpeciesAddDerived(sp, "volume", 1, DerivedVolume, f));
-  PetscCall(MPMSpeciesAddDerived(sp, "pressure", 1, DerivedPressure, f));
-  PetscCall(MPMSpeciesAddDerived(sp, "dev_stress_norm", 1, DerivedDevStress, f));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -193,7 +127,7 @@ static double ExplicitStableDt(MPMIntegrator integ, const MPMSim sim, double vma
 }
 
 /* ----------------------------------------------------------------- step */
-static MPMParticleView View(const Explicit *ex, MPMSpecies *sp, const ExplicitFields *f)
+static MPMParticleView View(const Explicit *ex, MPMSpecies *sp, const MPMStressFields *f)
 {
   MPMParticles   *p = &sp->p;
   MPMParticleView v = {(int)p->n, MPMFieldReal(p, p->f_x), MPMFieldReal(p, p->f_v), MPMFieldReal(p, f->f_C), MPMFieldReal(p, f->f_Fe),
@@ -203,7 +137,7 @@ static MPMParticleView View(const Explicit *ex, MPMSpecies *sp, const ExplicitFi
 }
 
 /* Transfer to the grid (K7, K9) with the explicit force (K23) fused in. */
-static PetscErrorCode P2G(const Explicit *ex, MPMSpecies *sp, const ExplicitFields *f, double dt)
+static PetscErrorCode P2G(const Explicit *ex, MPMSpecies *sp, const MPMStressFields *f, double dt)
 {
   MPMGridField   *g = sp->grid;
   MPMParticleView v = View(ex, sp, f);
@@ -263,7 +197,7 @@ static PetscErrorCode GridUpdate(const Explicit *ex, MPMSim sim, MPMGridField *g
 }
 
 /* Transfer to particles (K11-K15); returns the local max particle speed. */
-static PetscErrorCode G2P(const Explicit *ex, MPMSpecies *sp, const ExplicitFields *f, double dt, double *vmax)
+static PetscErrorCode G2P(const Explicit *ex, MPMSpecies *sp, const MPMStressFields *f, double dt, double *vmax)
 {
   MPMGridField      *g = sp->grid;
   MPMParticleView    v = View(ex, sp, f);
@@ -278,26 +212,6 @@ static PetscErrorCode G2P(const Explicit *ex, MPMSpecies *sp, const ExplicitFiel
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Plasticity, hardening (K16-K18, K29) and the stress for the next step:
- * runs of consecutive particles of one material go to its commit. */
-static PetscErrorCode Constitutive(MPMSpecies *sp, const ExplicitFields *f)
-{
-  MPMParticles  *p   = &sp->p;
-  const int32_t *mat = MPMFieldInt32(p, p->f_mat);
-
-  PetscFunctionBeginUser;
-  PetscCall(PetscLogEventBegin(MPM_EVENT_CONSTITUTIVE, 0, 0, 0, 0));
-  for (PetscInt q0 = 0, q1; q0 < p->n; q0 = q1) {
-    const MPMMaterial m = sp->mat[mat[q0]];
-    MPMMaterialPoints pts;
-    for (q1 = q0 + 1; q1 < p->n && mat[q1] == mat[q0]; q1++) {}
-    MPMMaterialsPoints(sp, &f->mf, f->f_tau, q0, &pts);
-    m->ops.commit(m, (int)(q1 - q0), &pts);
-  }
-  PetscCall(PetscLogEventEnd(MPM_EVENT_CONSTITUTIVE, 0, 0, 0, 0));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 static PetscErrorCode ExplicitStep(MPMIntegrator integ, MPMSim sim, double dt, double *vmax)
 {
   Explicit *ex = (Explicit *)integ->data;
@@ -306,15 +220,15 @@ static PetscErrorCode ExplicitStep(MPMIntegrator integ, MPMSim sim, double dt, d
   *vmax = 0;
   MPMCollidersAtTime(sim->colliders, sim->t);
   for (PetscInt s = 0; s < sim->nspecies; s++) {
-    MPMSpecies           *sp = sim->species[s];
-    const ExplicitFields *f  = &ex->fields[s];
-    double                vs = 0;
+    MPMSpecies            *sp = sim->species[s];
+    const MPMStressFields *f  = &ex->fields[s];
+    double                 vs = 0;
     PetscCall(P2G(ex, sp, f, dt));
     PetscCall(MPMGhostScatterAdd(sp->grid));
     PetscCall(GridUpdate(ex, sim, sp->grid, dt));
     PetscCall(MPMGhostGather(sp->grid));
     PetscCall(G2P(ex, sp, f, dt, &vs));
-    PetscCall(Constitutive(sp, f));
+    PetscCall(MPMIntegratorCommit(sp, f));
     *vmax = PetscMax(*vmax, vs);
   }
   MPMCollidersAdvance(sim->colliders, dt);

@@ -60,6 +60,15 @@ struct _p_MPMIntegrator {
   void            *data;
 };
 
+/* Particle fields of the stress state every integrator here keeps per
+ * species (common.c): C, tau and the materials' shared state. */
+typedef struct {
+  PetscInt          f_C, f_tau, f_Fe, f_Jp;
+  MPMMaterialFields mf; /* the materials' state, for their commit */
+} MPMStressFields;
+PetscErrorCode MPMIntegratorStressFields(MPMSpecies *sp, MPMStressFields *f);
+PetscErrorCode MPMIntegratorCommit(MPMSpecies *sp, const MPMStressFields *f);
+
 typedef PetscErrorCode (*MPMIntegratorCreateFn)(MPMIntegrator);
 PetscErrorCode MPMIntegratorRegisterAll(void);
 PetscErrorCode MPMIntegratorRegister(const char *type, MPMIntegratorCreateFn create);

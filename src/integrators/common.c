@@ -1,0 +1,96 @@
+/* What the integrators share: the particle fields of the stress state,
+ * the derived outputs computed from them (volume, pressure, deviatoric
+ * stress), and the end-of-step commit of the materials. */
+#include "integrators.h"
+
+/* ------------------------------------------------------ derived output */
+/* Volume, pressure -tr(sigma)/d and the norm of the deviatoric Cauchy
+ * stress, sigma = tau / J, J = det(F_E) Jp. */
+static void KirchhoffInvariants(int d, const double *tau, double *tr, double *s2)
+{
+  *tr = 0;
+  *s2 = 0;
+  for (int a = 0; a < d; a++) *tr += tau[a * d + a];
+  for (int a = 0; a < d; a++)
+    for (int b = 0; b < d; b++) {
+      const double s = tau[a * d + b] - (a == b ? *tr / d : 0.0);
+      *s2 += s * s;
+    }
+}
+
+static PetscErrorCode DerivedVolume(void *ctx, const MPMParticles *p, double *out)
+{
+  const MPMStressFields *f  = (const MPMStressFields *)ctx;
+  const int             d  = (int)p->dim;
+  const double         *V0 = MPMFieldReal(p, p->f_V0), *Fe = MPMFieldReal(p, f->f_Fe), *Jp = MPMFieldReal(p, f->f_Jp);
+  PetscFunctionBeginUser;
+  for (PetscInt q = 0; q < p->n; q++) out[q] = V0[q] * (mpm_det(d, Fe + q * d * d) * Jp[q]);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* out[q] = -tr(sigma)/d (pressure) or ||dev sigma|| of every particle. */
+static void CauchyInvariant(const MPMStressFields *f, const MPMParticles *p, PetscBool pressure, double *out)
+{
+  const int     d  = (int)p->dim;
+  const double *Fe = MPMFieldReal(p, f->f_Fe), *Jp = MPMFieldReal(p, f->f_Jp), *tau = MPMFieldReal(p, f->f_tau);
+  for (PetscInt q = 0; q < p->n; q++) {
+    const double J = mpm_det(d, Fe + q * d * d) * Jp[q];
+    double       tr, s2;
+    KirchhoffInvariants(d, tau + q * d * d, &tr, &s2);
+    out[q] = pressure ? -tr / (d * J) : sqrt(s2) / J;
+  }
+}
+
+static PetscErrorCode DerivedPressure(void *ctx, const MPMParticles *p, double *out)
+{
+  PetscFunctionBeginUser;
+  CauchyInvariant((const MPMStressFields *)ctx, p, PETSC_TRUE, out);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode DerivedDevStress(void *ctx, const MPMParticles *p, double *out)
+{
+  PetscFunctionBeginUser;
+  CauchyInvariant((const MPMStressFields *)ctx, p, PETSC_FALSE, out);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* C (APIC's affine velocity), tau (the Kirchhoff stress the materials
+ * commit), the materials' shared state, and the derived outputs. */
+PetscErrorCode MPMIntegratorStressFields(MPMSpecies *sp, MPMStressFields *f)
+{
+  const PetscInt d = sp->p.dim;
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMParticlesRegisterField(&sp->p, "C", MPM_FIELD_REAL, d * d, NULL, MPM_FIELD_STATE, &f->f_C));
+  sp->f_affine = f->f_C; /* an initial velocity gradient is APIC's C (Klar et al. s. 5.7) */
+  PetscCall(MPMParticlesRegisterField(&sp->p, "tau", MPM_FIELD_REAL, d * d, NULL, MPM_FIELD_STATE, &f->f_tau));
+  PetscCall(MPMMaterialsFields(sp, &f->mf));
+  f->f_Fe = f->mf.f_Fe;
+  f->f_Jp = f->mf.f_Jp;
+  PetscCall(MPMSpeciesAddDerived(sp, "volume", 1, DerivedVolume, f));
+  PetscCall(MPMSpeciesAddDerived(sp, "pressure", 1, DerivedPressure, f));
+  PetscCall(MPMSpeciesAddDerived(sp, "dev_stress_norm", 1, DerivedDevStress, f));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Plasticity, hardening (K16-K18, K29) and the stress for the next step:
+ * runs of consecutive particles of one material go to its commit. */
+PetscErrorCode MPMIntegratorCommit(MPMSpecies *sp, const MPMStressFields *f)
+{
+  MPMParticles  *p   = &sp->p;
+  const int32_t *mat = MPMFieldInt32(p, p->f_mat);
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_CONSTITUTIVE, 0, 0, 0, 0));
+  for (PetscInt q0 = 0, q1; q0 < p->n; q0 = q1) {
+    const MPMMaterial m = sp->mat[mat[q0]];
+    MPMMaterialPoints pts;
+    for (q1 = q0 + 1; q1 < p->n && mat[q1] == mat[q0]; q1++) {}
+    MPMMaterialsPoints(sp, &f->mf, f->f_tau, q0, &pts);
+    m->ops.commit(m, (int)(q1 - q0), &pts);
+  }
+  PetscCall(PetscLogEventEnd(MPM_EVENT_CONSTITUTIVE, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
