@@ -12,6 +12,7 @@ typedef struct {
   MPMDruckerPragerParams k;
   PetscBool              volume_correction;
   PetscInt               f_vc; /* its field, -1 without */
+  char                   no_trial[128]; /* why there is no implicit linearization */
 } DPContext;
 
 static const char *const ConeNames[] = {"compression", "plane_strain", "MPMConeMatch", "MPM_CONE_", NULL};
@@ -48,6 +49,17 @@ static double DPEnergy(const MPMMaterial m, const double *Fe)
 {
   const MPMDruckerPragerParams *p = (const MPMDruckerPragerParams *)m->ctx;
   return mpm_hencky_energy(p->dim, p->mu, p->lambda, Fe);
+}
+
+/* The trial stress of the implicit step: the return map with the cone of
+ * the particle's hardening state at the step's start (the seed is implicit
+ * in plasticity, not in hardening). */
+static int DPTrial(const MPMMaterial m, const MPMMaterialPoints *pts, int i, const double *Fhat, double *P, MPMIsoLinearization *lin)
+{
+  const MPMDruckerPragerParams *p = (const MPMDruckerPragerParams *)m->ctx;
+  double                        alpha = p->alpha0, tr_apex = p->tr_apex0;
+  if (p->hardening) mpm_dp_cone(p, pts->q[i], &alpha, &tr_apex);
+  return mpm_dp_trial_piola(p, alpha, tr_apex, Fhat, P, lin);
 }
 
 /* Klar's feasibility (h0 > h3 >= 0, h1, h2 >= 0) and phi_F(q) in [0, 90) deg for all q. */
@@ -114,6 +126,13 @@ PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial m, PetscOptionItems *
                              ctx->volume_correction, &ctx->volume_correction, NULL));
   m->ops.declare_fields = DPDeclareFields;
   m->flags      = MPM_MATERIAL_PLASTIC;
+  if (!ctx->volume_correction) {
+    m->ops.trial_stress = DPTrial;
+    m->flags |= MPM_MATERIAL_DSTRESS;
+  } else {
+    PetscCall(PetscSNPrintf(ctx->no_trial, sizeof(ctx->no_trial), "not with -%s_volume_correction true (its linearization is not built yet)", m->name));
+    m->no_trial_stress = ctx->no_trial;
+  }
   m->ops.commit = DPCommit;
   m->ops.stress = DPStress;
   m->ops.energy = DPEnergy;

@@ -31,6 +31,20 @@ static double HenckyEnergy(const MPMMaterial m, const double *Fe)
   return mpm_hencky_energy(p->dim, p->mu, p->lambda, Fe);
 }
 
+static int NeoHookeanTrial(const MPMMaterial m, const MPMMaterialPoints *pts, int i, const double *F, double *P, MPMIsoLinearization *lin)
+{
+  const ElasticParams *p = (const ElasticParams *)m->ctx;
+  mpm_neohookean_trial_piola(p->dim, p->mu, p->lambda, F, P, lin);
+  return MPM_CASE_ELASTIC;
+}
+
+static int HenckyTrial(const MPMMaterial m, const MPMMaterialPoints *pts, int i, const double *F, double *P, MPMIsoLinearization *lin)
+{
+  const ElasticParams *p = (const ElasticParams *)m->ctx;
+  mpm_hencky_trial_piola(p->dim, p->mu, p->lambda, F, P, lin);
+  return MPM_CASE_ELASTIC;
+}
+
 /* No plasticity: the stress of F_E, every particle in case I. */
 static void ElasticCommit(const MPMMaterial m, int n, const MPMMaterialPoints *pts)
 {
@@ -60,8 +74,10 @@ PetscErrorCode MPMMaterialCreate_NeoHookean(MPMMaterial m, PetscOptionItems *Pet
 {
   PetscFunctionBeginUser;
   PetscCall(ElasticCreate(m));
-  m->ops.stress = NeoHookeanStress;
-  m->ops.energy = NeoHookeanEnergy;
+  m->ops.stress       = NeoHookeanStress;
+  m->ops.energy       = NeoHookeanEnergy;
+  m->ops.trial_stress = NeoHookeanTrial;
+  m->flags |= MPM_MATERIAL_DSTRESS;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -69,7 +85,9 @@ PetscErrorCode MPMMaterialCreate_Hencky(MPMMaterial m, PetscOptionItems *PetscOp
 {
   PetscFunctionBeginUser;
   PetscCall(ElasticCreate(m));
-  m->ops.stress = HenckyStress;
-  m->ops.energy = HenckyEnergy;
+  m->ops.stress       = HenckyStress;
+  m->ops.energy       = HenckyEnergy;
+  m->ops.trial_stress = HenckyTrial;
+  m->flags |= MPM_MATERIAL_DSTRESS;
   PetscFunctionReturn(PETSC_SUCCESS);
 }

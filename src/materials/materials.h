@@ -27,7 +27,7 @@ typedef struct {
 
 /* Capability flags: an integrator that needs one refuses a material without it. */
 #define MPM_MATERIAL_PLASTIC 1u /* projects F_E onto a yield surface in commit */
-#define MPM_MATERIAL_DSTRESS 2u /* ops.dstress: the stress differential for implicit solvers */
+#define MPM_MATERIAL_DSTRESS 2u /* ops.trial_stress: the linearized stress for implicit solvers */
 
 typedef struct {
   /* Register per-particle fields beyond the shared state (optional). */
@@ -39,8 +39,12 @@ typedef struct {
   void (*stress)(const MPMMaterial m, const double *Fe, double *tau);
   /* Elastic energy density psi(F_E) per unit reference volume [J/m^3]. */
   double (*energy)(const MPMMaterial m, const double *Fe);
-  /* dP = (dP/dF) : dF, P the first Piola-Kirchhoff stress (NULL: not available). */
-  void (*dstress)(const MPMMaterial m, const double *Fe, const double *dF, double *dP);
+  /* Implicit integrators: the first Piola-Kirchhoff stress P of the trial
+   * elastic deformation Fhat of particle i of the run, after the model's
+   * return mapping at the state the step started from (no state change),
+   * and its linearization for mpm_iso_dpiola.  Returns the MPMPlasticCase.
+   * NULL: not available (then no_trial_stress may say why). */
+  int (*trial_stress)(const MPMMaterial m, const MPMMaterialPoints *pts, int i, const double *Fhat, double *P, MPMIsoLinearization *lin);
   /* P-wave speed at a density: the explicit stability limit [m/s]. */
   double (*wave_speed)(const MPMMaterial m, double density);
   PetscErrorCode (*destroy)(MPMMaterial m);
@@ -53,6 +57,7 @@ struct _p_MPMMaterial {
   double         density; /* [kg/m^3] */
   double         E, nu, mu, lambda;
   unsigned       flags;   /* MPM_MATERIAL_* */
+  const char    *no_trial_stress; /* why ops.trial_stress is NULL, for the error message (or NULL) */
   void          *ctx;     /* model parameters */
   MPMMaterialOps ops;
 };
