@@ -134,6 +134,37 @@ MPMContact MPMCollidersApply(MPMColliders c, const double *x, double m, double d
   return contact;
 }
 
+/* The collisions of the implicit solve (Klar et al. s. 5.6, "projection
+ * method"): project node velocity v like MPMCollidersApply but without
+ * friction and without booking an impulse (the solve evaluates many
+ * trial velocities), and return in Pi (dim x dim) the linear part of the
+ * projection at v: 0 where a sticky object holds the node, I - n n^T per
+ * object that removed a normal component, I where nothing acted. */
+void MPMCollidersProject(MPMColliders c, const double *x, double dt, double *v, double *Pi)
+{
+  const PetscInt d = c->dim;
+  for (PetscInt a = 0; a < d * d; a++) Pi[a] = (a % (d + 1) == 0) ? 1.0 : 0.0;
+  for (PetscInt o = 0; o < c->nobj; o++) {
+    const MPMCollider *obj = &c->obj[o];
+    double             n[3], vb[3], Q[9];
+    if (obj->mode == MPM_BC_NONE) continue;
+    const double     phi   = MPMPlacedShapeEval(&obj->ps, d, x, n, vb);
+    const MPMContact acted = mpm_collide_node((int)d, obj->mode, 0.0, phi, n, vb, dt, c->tol, v);
+    if (acted == MPM_CONTACT_NONE) continue;
+    if (obj->mode == MPM_BC_STICKY) {
+      for (PetscInt a = 0; a < d * d; a++) Pi[a] = 0;
+      continue;
+    }
+    for (PetscInt a = 0; a < d; a++) /* Pi <- (I - n n^T) Pi */
+      for (PetscInt b = 0; b < d; b++) {
+        double t = Pi[a * d + b];
+        for (PetscInt k = 0; k < d; k++) t -= n[a] * n[k] * Pi[k * d + b];
+        Q[a * d + b] = t;
+      }
+    for (PetscInt a = 0; a < d * d; a++) Pi[a] = Q[a];
+  }
+}
+
 /* One step of length dt was applied. */
 void MPMCollidersAdvance(MPMColliders c, double dt) { c->elapsed += dt; }
 

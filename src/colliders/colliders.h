@@ -31,6 +31,7 @@ PetscErrorCode MPMCollidersCreate(MPMSim sim);
 PetscErrorCode MPMCollidersDestroy(MPMColliders *c);
 void           MPMCollidersAtTime(MPMColliders c, double t);
 MPMContact     MPMCollidersApply(MPMColliders c, const double *x, double m, double dt, double *v);
+void           MPMCollidersProject(MPMColliders c, const double *x, double dt, double *v, double *Pi);
 void           MPMCollidersAdvance(MPMColliders c, double dt);
 PetscBool      MPMColliderReported(const MPMCollider *o);
 PetscErrorCode MPMCollidersReport(MPMColliders c, MPI_Comm comm, double *ft);

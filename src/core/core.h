@@ -337,6 +337,8 @@ PetscErrorCode MPMParallelSetUp(MPMSim sim);
 PetscErrorCode MPMParallelFinalize(void);
 PetscErrorCode MPMGhostScatterAdd(MPMGridField *gf);
 PetscErrorCode MPMGhostGather(MPMGridField *gf);
+PetscErrorCode MPMGhostScatterAddVec(MPMGridField *gf, Vec local, Vec global);
+PetscErrorCode MPMGhostGatherVec(MPMGridField *gf, Vec global, Vec local);
 PetscErrorCode MPMMigrate(MPMSim sim, MPMStepReduction *red);
 PetscErrorCode MPMGlobalStepReduce(MPI_Comm comm, MPMStepReduction *red);
 double         MPMBalanceImbalance(const MPMSim sim, const MPMStepReduction *red);

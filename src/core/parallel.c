@@ -82,24 +82,31 @@ PetscErrorCode MPMParallelFinalize(void)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MPMGhostScatterAdd(MPMGridField *g)
+/* Sum the ghosted values `local` of a field's layout into the owned nodes
+ * `global` (overwritten).  Implicit solvers pass their own Vecs (the
+ * solver's iterate, work vectors) created on g->da. */
+PetscErrorCode MPMGhostScatterAddVec(MPMGridField *g, Vec local, Vec global)
 {
   PetscFunctionBeginUser;
   PetscCall(PetscLogEventBegin(MPM_EVENT_GHOST, 0, 0, 0, 0));
-  PetscCall(VecZeroEntries(g->global));
-  PetscCall(DMLocalToGlobal(g->da, g->local, ADD_VALUES, g->global));
+  PetscCall(VecZeroEntries(global));
+  PetscCall(DMLocalToGlobal(g->da, local, ADD_VALUES, global));
   PetscCall(PetscLogEventEnd(MPM_EVENT_GHOST, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MPMGhostGather(MPMGridField *g)
+/* Copy the owned values `global` to every rank that has them as ghosts. */
+PetscErrorCode MPMGhostGatherVec(MPMGridField *g, Vec global, Vec local)
 {
   PetscFunctionBeginUser;
   PetscCall(PetscLogEventBegin(MPM_EVENT_GHOST, 0, 0, 0, 0));
-  PetscCall(DMGlobalToLocal(g->da, g->global, INSERT_VALUES, g->local));
+  PetscCall(DMGlobalToLocal(g->da, global, INSERT_VALUES, local));
   PetscCall(PetscLogEventEnd(MPM_EVENT_GHOST, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+
+PetscErrorCode MPMGhostScatterAdd(MPMGridField *g) { return MPMGhostScatterAddVec(g, g->local, g->global); }
+PetscErrorCode MPMGhostGather(MPMGridField *g) { return MPMGhostGatherVec(g, g->global, g->local); }
 
 /* A particle whose position went NaN or infinite stays where it is (it
  * has no owner) and is counted; the lowest id is reported. */

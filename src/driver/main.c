@@ -20,6 +20,7 @@ static PetscBool in_setup = PETSC_FALSE;
 static PetscBool IsInputError(PetscErrorCode n)
 {
   if (n == PETSC_ERR_USER_INPUT) return PETSC_TRUE;
+  if (n == PETSC_ERR_NOT_CONVERGED) return PETSC_TRUE; /* an implicit solve that kept failing: its reason is collective */
   /* during set-up also PETSc's own option parsing errors (enum values, numbers,
    * too many ranks for the grid), but not system failures */
   return in_setup && n != PETSC_ERR_MEM && n != PETSC_ERR_PLIB && n != PETSC_ERR_LIB && n != PETSC_ERR_SYS && n != PETSC_ERR_MPI && n != PETSC_ERR_SIG &&

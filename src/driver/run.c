@@ -235,10 +235,15 @@ static PetscErrorCode Step(MPMSim sim)
 
   PetscFunctionBeginUser;
   /* land exactly on output times and on t_end */
-  dt      = PetscMin(dt, sim->t_next_output - sim->t);
-  dt      = PetscMin(dt, sim->t_end - sim->t);
-  sim->dt = dt;
-  PetscCall(sim->integ->ops.step(sim->integ, sim, dt, &vmax));
+  dt = PetscMin(dt, sim->t_next_output - sim->t);
+  dt = PetscMin(dt, sim->t_end - sim->t);
+  for (;;) { /* an implicit solve that fails is retried with half the step */
+    sim->dt              = dt;
+    sim->integ->rejected = PETSC_FALSE;
+    PetscCall(sim->integ->ops.step(sim->integ, sim, dt, &vmax));
+    if (!sim->integ->rejected) break;
+    dt *= 0.5;
+  }
   sim->t += dt;
   sim->step++;
   sim->dt_lo = sim->step == 1 ? dt : PetscMin(sim->dt_lo, dt);

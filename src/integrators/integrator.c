@@ -20,6 +20,7 @@ PetscErrorCode MPMIntegratorRegisterAll(void)
   if (registered) PetscFunctionReturn(PETSC_SUCCESS);
   registered = PETSC_TRUE;
   PetscCall(MPMIntegratorRegister("explicit", MPMIntegratorCreate_Explicit));
+  PetscCall(MPMIntegratorRegister("implicit", MPMIntegratorCreate_Implicit));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

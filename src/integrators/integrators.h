@@ -40,7 +40,10 @@ typedef struct {
   PetscErrorCode (*setup)(MPMIntegrator integ, MPMSim sim);
   /* Largest stable step for the next step, given the fastest particle [s]. */
   double (*stable_dt)(MPMIntegrator integ, const MPMSim sim, double vmax);
-  /* Advance every species from t to t + dt; *vmax: fastest particle after. */
+  /* Advance every species from t to t + dt; *vmax: fastest particle after.
+   * An integrator whose solver failed leaves every particle and object as
+   * it was and sets integ->rejected: the driver retries with dt / 2 (the
+   * integrator decides when to give up, with an error). */
   PetscErrorCode (*step)(MPMIntegrator integ, MPMSim sim, double dt, double *vmax);
   /* Statistics of the last step (optional). */
   PetscErrorCode (*stats)(MPMIntegrator integ, MPMStepStats *s);
@@ -58,6 +61,7 @@ struct _p_MPMIntegrator {
   char             prefix[MPM_NAME_LEN + 1]; /* "<type>_" for its solvers' options */
   MPMIntegratorOps ops;
   void            *data;
+  PetscBool        rejected; /* the last call of ops.step did not advance (solver failure) */
 };
 
 /* Particle fields of the stress state every integrator here keeps per
@@ -77,5 +81,6 @@ PetscErrorCode MPMIntegratorDestroy(MPMIntegrator *integ);
 PetscErrorCode MPMIntegratorStats(MPMIntegrator integ, MPMStepStats *s);
 
 PetscErrorCode MPMIntegratorCreate_Explicit(MPMIntegrator);
+PetscErrorCode MPMIntegratorCreate_Implicit(MPMIntegrator);
 
 #endif

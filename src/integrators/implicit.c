@@ -1,0 +1,751 @@
+/* Implicit MPM step of Klar et al. 2016, s. 5.6: backward Euler on the grid
+ * velocities, implicit in plasticity (the return map sits inside the force)
+ * and explicit in hardening and friction (docs/design/implicit.md).
+ *
+ * For every species the unknown is the velocity v of the owned grid nodes
+ * (a DMDA Vec of dim values per node).  With u = Pi v + c the velocity after
+ * the frictionless collision projection the residual in momentum units is
+ *   R_i = Pi_i [m_i (u_i - v_i^n) - dt m_i g - dt f_i(u)] + m_i (v_i - u_i)
+ *   f_i = -sum_p V0_p P(Z(Fhat_p)) F_p^T grad w_ip,  Fhat_p = (I + dt grad u_p) F_p
+ * (F_p the elastic deformation at the step's start), and R_i = v_i on nodes
+ * without mass.  PETSc SNES (prefix implicit_) solves R = 0 by Newton with a
+ * line search on |R|; the Jacobian is a MatShell whose action is P2G of the
+ * stress differential of G2P of the perturbation, and GMRES is
+ * preconditioned by its diagonal (PCJACOBI on MATOP_GET_DIAGONAL).
+ * The contact set is decided once per step, on the explicit predictor
+ * (nodes that touch a wall or object, or would move into one): within the
+ * solve the projection is then affine, u = Pi v + c, and Newton converges;
+ * letting a unilateral ("separate") contact switch between Newton
+ * iterations makes it cycle (measured: a collapse on a separating floor
+ * halved dt down to below the explicit step).  Contacts that pull after
+ * the solve are released by the collision step after it, as in the
+ * explicit path.
+ * After the solve, friction and the impulses on the objects are applied as
+ * in the explicit step, and G2P / the materials' commit move the particles.
+ * A failed solve leaves everything untouched and asks for dt / 2. */
+#include "integrators.h"
+#include <petscsnes.h>
+
+typedef struct {
+  MPMSim               sim;
+  MPMSpecies          *sp;
+  MPMStressFields      f;
+  MPMGridField        *vel; /* <species>_velocity: the layout of the unknowns (dof dim) */
+  DM                   da;  /* the DMDA the solver objects were made on (rebuilt when the slabs move) */
+  SNES                 snes;
+  Mat                  J;
+  Vec                  x, r, ug, ul, fl, fg, diag; /* iterate, residual, u owned/ghosted, dt f ghosted/owned, Jacobi diagonal */
+  double               dt;
+  PetscInt             cap; /* particles the scratch arrays hold */
+  MPMIsoLinearization *lin; /* per particle, at the Jacobian's point */
+  double              *A;   /* per particle dim x dim: grad u, then the stress to scatter */
+  PetscInt             nown;
+  double              *Pi, *c; /* per owned node: u = Pi v + c, the collision projection with the step's contact set */
+} ImplicitSpecies;
+
+typedef struct {
+  PetscBool       held_pic;
+  double          held_rest;
+  double          cfl_elastic; /* read and not used (the explicit integrator's) */
+  PetscInt        max_halvings;
+  PetscInt        halvings; /* consecutive failed attempts of the current step */
+  double          dt_cap;   /* after a halving the step grows back from here, x2 per step */
+  MPMStepStats    st;
+  ImplicitSpecies s[8];
+} Implicit;
+
+enum { STAT_NEWTON, STAT_KSP, STAT_HALVINGS, NSTAT };
+
+/* ------------------------------------------------------------ helpers */
+/* Position of owned node n (node-major in the owned box). */
+static void OwnedNodeX(const MPMLayout *l, PetscInt n, double *x)
+{
+  const PetscInt i[3] = {l->xs[0] + n % l->xm[0], l->xs[1] + (n / l->xm[0]) % l->xm[1], l->xs[2] + n / (l->xm[0] * l->xm[1])};
+  for (PetscInt a = 0; a < l->dim; a++) x[a] = l->box.origin[a] + l->h * i[a];
+}
+
+static PetscErrorCode Scratch(ImplicitSpecies *is)
+{
+  const PetscInt n = is->sp->p.n, d = is->sim->dim;
+
+  PetscFunctionBeginUser;
+  if (n <= is->cap) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscFree(is->lin));
+  PetscCall(PetscFree(is->A));
+  is->cap = PetscMax(n, (PetscInt)(1.25 * is->cap));
+  PetscCall(PetscMalloc1(is->cap, &is->lin));
+  PetscCall(PetscMalloc1(is->cap * d * d, &is->A));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* y = Pi a (dim x dim times a vector) */
+static void MatVec(int d, const double *Pi, const double *a, double *y)
+{
+  for (int i = 0; i < d; i++) {
+    double t = 0;
+    for (int k = 0; k < d; k++) t += Pi[i * d + k] * a[k];
+    y[i] = t;
+  }
+}
+
+/* u = Pi X + c on the owned nodes (0 where there is no mass), gathered to
+ * the ghosts. */
+static PetscErrorCode Project(ImplicitSpecies *is, Vec X)
+{
+  const PetscInt     d = is->sim->dim;
+  const PetscScalar *x;
+  PetscScalar       *u;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecGetArrayRead(X, &x));
+  PetscCall(VecGetArray(is->ug, &u));
+  for (PetscInt n = 0; n < is->nown; n++) {
+    MatVec((int)d, is->Pi + n * d * d, x + n * d, u + n * d);
+    for (PetscInt a = 0; a < d; a++) u[n * d + a] += is->c[n * d + a];
+  }
+  PetscCall(VecRestoreArray(is->ug, &u));
+  PetscCall(VecRestoreArrayRead(X, &x));
+  PetscCall(MPMGhostGatherVec(is->vel, is->ug, is->ul));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Fhat = (I + dt G) F for particle q; G is overwritten by Fhat. */
+static void TrialF(int d, double dt, const double *F, double *G)
+{
+  double Fh[9];
+  for (int a = 0; a < d; a++)
+    for (int b = 0; b < d; b++) {
+      double t = F[a * d + b];
+      for (int c = 0; c < d; c++) t += dt * G[a * d + c] * F[c * d + b];
+      Fh[a * d + b] = t;
+    }
+  for (int k = 0; k < d * d; k++) G[k] = Fh[k];
+}
+
+/* A = s P F^T */
+static void StressTimesFT(int d, double s, const double *P, const double *F, double *A)
+{
+  for (int a = 0; a < d; a++)
+    for (int b = 0; b < d; b++) {
+      double t = 0;
+      for (int c = 0; c < d; c++) t += P[a * d + c] * F[b * d + c];
+      A[a * d + b] = s * t;
+    }
+}
+
+/* fg = dt f(u) on the owned nodes, u the gathered is->ul: the trial stress
+ * of every particle (runs of one material at a time) through the
+ * divergence.  Keeps the linearizations in is->lin.  *bad: some particle's
+ * Fhat is inverted or not finite (this rank only). */
+static PetscErrorCode Force(ImplicitSpecies *is, PetscBool *bad)
+{
+  MPMSpecies        *sp = is->sp;
+  MPMParticles      *p  = &sp->p;
+  const int          d  = (int)p->dim, n = (int)p->n;
+  const double      *X = MPMFieldReal(p, p->f_x), *V0 = MPMFieldReal(p, p->f_V0), *Fe = MPMFieldReal(p, is->f.f_Fe);
+  const int32_t     *mat = MPMFieldInt32(p, p->f_mat);
+  const PetscScalar *ul;
+  PetscScalar       *fl;
+
+  PetscFunctionBeginUser;
+  *bad = PETSC_FALSE;
+  PetscCall(Scratch(is));
+  PetscCall(VecGetArrayRead(is->ul, &ul));
+  mpm_grid_gradient(&is->vel->box, n, X, ul, 0, is->A);
+  PetscCall(VecRestoreArrayRead(is->ul, &ul));
+  for (PetscInt q0 = 0, q1; q0 < n; q0 = q1) {
+    const MPMMaterial m = sp->mat[mat[q0]];
+    MPMMaterialPoints pts;
+    for (q1 = q0 + 1; q1 < n && mat[q1] == mat[q0]; q1++) {}
+    MPMMaterialsPoints(sp, &is->f.mf, is->f.f_tau, q0, &pts);
+    for (PetscInt q = q0; q < q1; q++) {
+      double *A = is->A + q * d * d, P[9];
+      TrialF(d, is->dt, Fe + q * d * d, A);
+      const double J = mpm_det(d, A);
+      if (!(J > 0) || !PetscIsNormalReal(J)) {
+        *bad = PETSC_TRUE;
+        for (int k = 0; k < d * d; k++) A[k] = 0;
+        continue;
+      }
+      m->ops.trial_stress(m, &pts, (int)(q - q0), A, P, &is->lin[q]);
+      StressTimesFT(d, -is->dt * V0[q], P, Fe + q * d * d, A);
+    }
+  }
+  PetscCall(VecZeroEntries(is->fl));
+  PetscCall(VecGetArray(is->fl, &fl));
+  mpm_p2g_divergence(&is->vel->box, n, X, is->A, fl, 0);
+  PetscCall(VecRestoreArray(is->fl, &fl));
+  PetscCall(MPMGhostScatterAddVec(is->vel, is->fl, is->fg));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ------------------------------------------------------ SNES callbacks */
+static PetscErrorCode FormFunction(SNES snes, Vec X, Vec R, void *ctx)
+{
+  ImplicitSpecies   *is  = (ImplicitSpecies *)ctx;
+  const MPMSim       sim = is->sim;
+  const int          d = (int)sim->dim, dof = (int)is->sp->grid->dof;
+  const double       gs = MPMGravityScale(sim);
+  PetscBool          bad;
+  double             nbad;
+  const PetscScalar *x, *u, *f, *mv;
+  PetscScalar       *r;
+
+  PetscFunctionBeginUser;
+  PetscCall(Project(is, X));
+  PetscCall(Force(is, &bad));
+  nbad = bad ? 1.0 : 0.0;
+  PetscCall(MPMGlobalMax(sim->comm, &nbad, 1)); /* every rank must take the same branch */
+  if (nbad > 0) {
+    PetscCall(SNESSetFunctionDomainError(snes));
+    PetscCall(VecSetInf(R));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(VecGetArrayRead(X, &x));
+  PetscCall(VecGetArrayRead(is->ug, &u));
+  PetscCall(VecGetArrayRead(is->fg, &f));
+  PetscCall(VecGetArrayRead(is->sp->grid->global, &mv));
+  PetscCall(VecGetArray(R, &r));
+  for (PetscInt n = 0; n < is->nown; n++) {
+    const double m = mv[n * dof];
+    double       r0[3], pr[3];
+    if (m <= 0) {
+      for (int a = 0; a < d; a++) r[n * d + a] = x[n * d + a];
+      continue;
+    }
+    for (int a = 0; a < d; a++) r0[a] = m * (u[n * d + a] - mv[n * dof + 1 + a]) - is->dt * m * gs * sim->gravity[a] - f[n * d + a];
+    MatVec(d, is->Pi + n * d * d, r0, pr);
+    for (int a = 0; a < d; a++) r[n * d + a] = pr[a] + m * (x[n * d + a] - u[n * d + a]);
+  }
+  PetscCall(VecRestoreArray(R, &r));
+  PetscCall(VecRestoreArrayRead(is->sp->grid->global, &mv));
+  PetscCall(VecRestoreArrayRead(is->fg, &f));
+  PetscCall(VecRestoreArrayRead(is->ug, &u));
+  PetscCall(VecRestoreArrayRead(X, &x));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The Jacobi diagonal: per particle D[a][c][f] = dt^2 V0 dP_ac/dF_af, P2G'd
+ * through y = F^T grad w into the stiffness diagonal K_aa of every node,
+ * then diag = (Pi (m + K) Pi)_aa + m (1 - Pi_aa) (K's off-diagonal part
+ * within a node is left out where a collision projects it). */
+static PetscErrorCode Diagonal(ImplicitSpecies *is)
+{
+  MPMParticles      *p = &is->sp->p;
+  const int          d = (int)p->dim, n = (int)p->n, dof = (int)is->sp->grid->dof;
+  const double      *X = MPMFieldReal(p, p->f_x), *V0 = MPMFieldReal(p, p->f_V0), *Fe = MPMFieldReal(p, is->f.f_Fe);
+  double            *D;
+  const PetscScalar *k, *mv;
+  PetscScalar       *fl, *dg;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscMalloc1((size_t)n * d * d * d, &D));
+  for (int q = 0; q < n; q++)
+    for (int a = 0; a < d; a++)
+      for (int f = 0; f < d; f++) {
+        double E[9] = {0}, dP[9];
+        E[a * d + f] = 1;
+        mpm_iso_dpiola(&is->lin[q], E, dP);
+        for (int c = 0; c < d; c++) D[(size_t)q * d * d * d + (a * d + c) * d + f] = is->dt * is->dt * V0[q] * dP[a * d + c];
+      }
+  PetscCall(VecZeroEntries(is->fl));
+  PetscCall(VecGetArray(is->fl, &fl));
+  mpm_p2g_diagonal(&is->vel->box, n, X, Fe, D, fl, 0);
+  PetscCall(VecRestoreArray(is->fl, &fl));
+  PetscCall(PetscFree(D));
+  PetscCall(MPMGhostScatterAddVec(is->vel, is->fl, is->fg));
+  PetscCall(VecGetArrayRead(is->fg, &k));
+  PetscCall(VecGetArrayRead(is->sp->grid->global, &mv));
+  PetscCall(VecGetArray(is->diag, &dg));
+  for (PetscInt nd = 0; nd < is->nown; nd++) {
+    const double  m  = mv[nd * dof];
+    const double *Pi = is->Pi + nd * d * d;
+    for (int a = 0; a < d; a++) {
+      double t = m * (1.0 - Pi[a * d + a]);
+      for (int b = 0; b < d; b++) t += Pi[a * d + b] * Pi[b * d + a] * (m + k[nd * d + b]);
+      dg[nd * d + a] = m > 0 ? t : 1.0;
+      if (!(dg[nd * d + a] > 0)) dg[nd * d + a] = m > 0 ? m : 1.0; /* a sticky node's row is m: never 0 */
+    }
+  }
+  PetscCall(VecRestoreArray(is->diag, &dg));
+  PetscCall(VecRestoreArrayRead(is->sp->grid->global, &mv));
+  PetscCall(VecRestoreArrayRead(is->fg, &k));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode FormJacobian(SNES snes, Vec X, Mat J, Mat Pmat, void *ctx)
+{
+  ImplicitSpecies *is = (ImplicitSpecies *)ctx;
+  PetscBool        bad;
+
+  PetscFunctionBeginUser;
+  PetscCall(Project(is, X));
+  PetscCall(Force(is, &bad)); /* the linearizations at X (X passed the residual's domain check) */
+  PetscCall(Diagonal(is));
+  /* a new state, or PCJACOBI keeps the previous diagonal */
+  PetscCall(MatAssemblyBegin(Pmat, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(Pmat, MAT_FINAL_ASSEMBLY));
+  if (J != Pmat) { /* -implicit_snes_mf_operator: J is PETSc's finite-difference operator */
+    PetscCall(MatAssemblyBegin(J, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(J, MAT_FINAL_ASSEMBLY));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* y = J x: dU = Pi x, K dU = P2G of dt V0 dP(dt grad dU F) F^T, y = Pi (m dU + K dU) + m (x - dU). */
+static PetscErrorCode JacobianMult(Mat J, Vec X, Vec Y)
+{
+  ImplicitSpecies   *is;
+  MPMParticles      *p;
+  int                d, n, dof;
+  const double      *Xp, *V0, *Fe;
+  const PetscScalar *x, *ul, *k, *mv, *du;
+  PetscScalar       *u, *fl, *y;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatShellGetContext(J, &is));
+  p   = &is->sp->p;
+  d   = (int)p->dim;
+  n   = (int)p->n;
+  dof = (int)is->sp->grid->dof;
+  Xp  = MPMFieldReal(p, p->f_x);
+  V0  = MPMFieldReal(p, p->f_V0);
+  Fe  = MPMFieldReal(p, is->f.f_Fe);
+  PetscCall(VecGetArrayRead(X, &x));
+  PetscCall(VecGetArray(is->ug, &u));
+  for (PetscInt nd = 0; nd < is->nown; nd++) MatVec(d, is->Pi + nd * d * d, x + nd * d, u + nd * d);
+  PetscCall(VecRestoreArray(is->ug, &u));
+  PetscCall(MPMGhostGatherVec(is->vel, is->ug, is->ul));
+  PetscCall(VecGetArrayRead(is->ul, &ul));
+  mpm_grid_gradient(&is->vel->box, n, Xp, ul, 0, is->A);
+  PetscCall(VecRestoreArrayRead(is->ul, &ul));
+  for (int q = 0; q < n; q++) {
+    double *A = is->A + q * d * d, dF[9], dP[9];
+    mpm_matmul(d, A, Fe + q * d * d, dF);
+    for (int c = 0; c < d * d; c++) dF[c] *= is->dt;
+    mpm_iso_dpiola(&is->lin[q], dF, dP);
+    StressTimesFT(d, is->dt * V0[q], dP, Fe + q * d * d, A);
+  }
+  PetscCall(VecZeroEntries(is->fl));
+  PetscCall(VecGetArray(is->fl, &fl));
+  mpm_p2g_divergence(&is->vel->box, n, Xp, is->A, fl, 0);
+  PetscCall(VecRestoreArray(is->fl, &fl));
+  PetscCall(MPMGhostScatterAddVec(is->vel, is->fl, is->fg));
+  PetscCall(VecGetArrayRead(is->fg, &k));
+  PetscCall(VecGetArrayRead(is->ug, &du));
+  PetscCall(VecGetArrayRead(is->sp->grid->global, &mv));
+  PetscCall(VecGetArray(Y, &y));
+  for (PetscInt nd = 0; nd < is->nown; nd++) {
+    const double m = mv[nd * dof];
+    double       t[3];
+    if (m <= 0) {
+      for (int a = 0; a < d; a++) y[nd * d + a] = x[nd * d + a];
+      continue;
+    }
+    for (int a = 0; a < d; a++) t[a] = m * du[nd * d + a] + k[nd * d + a];
+    MatVec(d, is->Pi + nd * d * d, t, y + nd * d);
+    for (int a = 0; a < d; a++) y[nd * d + a] += m * (x[nd * d + a] - du[nd * d + a]);
+  }
+  PetscCall(VecRestoreArray(Y, &y));
+  PetscCall(VecRestoreArrayRead(is->sp->grid->global, &mv));
+  PetscCall(VecRestoreArrayRead(is->ug, &du));
+  PetscCall(VecRestoreArrayRead(is->fg, &k));
+  PetscCall(VecRestoreArrayRead(X, &x));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode JacobianDiagonal(Mat J, Vec D)
+{
+  ImplicitSpecies *is;
+
+  PetscFunctionBeginUser;
+  PetscCall(MatShellGetContext(J, &is));
+  PetscCall(VecCopy(is->diag, D));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* -------------------------------------------------------------- solver */
+static PetscErrorCode SolverDestroy(ImplicitSpecies *is)
+{
+  PetscFunctionBeginUser;
+  PetscCall(SNESDestroy(&is->snes));
+  PetscCall(MatDestroy(&is->J));
+  PetscCall(VecDestroy(&is->x));
+  PetscCall(VecDestroy(&is->r));
+  PetscCall(VecDestroy(&is->ug));
+  PetscCall(VecDestroy(&is->ul));
+  PetscCall(VecDestroy(&is->fl));
+  PetscCall(VecDestroy(&is->fg));
+  PetscCall(VecDestroy(&is->diag));
+  PetscCall(PetscFree2(is->Pi, is->c));
+  is->da = NULL;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* SNESSolve and KSPSolve read their viewer options when they end, after
+ * the run's check for unknown options: mark those as known here. */
+static PetscErrorCode MarkLazyOptions(const char *prefix)
+{
+  static const char *const lazy[] = {"-snes_converged_reason", "-snes_view", "-snes_view_pre", "-snes_view_solution", "-snes_view_update", "-snes_view_residual",
+                                     "-ksp_converged_reason", "-ksp_view", "-ksp_view_pre", "-ksp_converged_rate", "-ksp_view_eigenvalues", "-ksp_view_singularvalues",
+                                     "-ksp_view_mat", "-ksp_view_rhs", "-ksp_view_solution", "-ksp_view_final_residual", "-snes_test_jacobian",
+                                     "-snes_test_jacobian_view", "-snes_test_jacobian_display", "-snes_test_jacobian_display_threshold"};
+  PetscBool                flg;
+
+  PetscFunctionBeginUser;
+  for (size_t i = 0; i < sizeof(lazy) / sizeof(lazy[0]); i++) PetscCall(PetscOptionsHasName(NULL, prefix, lazy[i], &flg));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* SNES (Newton, line search on |R|), the MatShell and its work vectors on
+ * the velocity field's DMDA; defaults then -implicit_* options. */
+static PetscErrorCode SolverSetUp(ImplicitSpecies *is, const char *prefix)
+{
+  const PetscInt d = is->sim->dim;
+  PetscInt       nl;
+  KSP            ksp;
+  PC             pc;
+
+  PetscFunctionBeginUser;
+  if (is->da == is->vel->da) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(SolverDestroy(is));
+  is->da = is->vel->da;
+  PetscCall(VecDuplicate(is->vel->global, &is->x));
+  PetscCall(VecDuplicate(is->vel->global, &is->r));
+  PetscCall(VecDuplicate(is->vel->global, &is->ug));
+  PetscCall(VecDuplicate(is->vel->global, &is->fg));
+  PetscCall(VecDuplicate(is->vel->global, &is->diag));
+  PetscCall(VecDuplicate(is->vel->local, &is->ul));
+  PetscCall(VecDuplicate(is->vel->local, &is->fl));
+  PetscCall(VecGetLocalSize(is->x, &nl));
+  is->nown = nl / d;
+  PetscCall(PetscMalloc2(is->nown * d * d, &is->Pi, is->nown * d, &is->c));
+  PetscCall(MatCreateShell(is->sim->comm, nl, nl, PETSC_DETERMINE, PETSC_DETERMINE, is, &is->J));
+  PetscCall(MatShellSetOperation(is->J, MATOP_MULT, (void (*)(void))JacobianMult));
+  PetscCall(MatShellSetOperation(is->J, MATOP_GET_DIAGONAL, (void (*)(void))JacobianDiagonal));
+  PetscCall(SNESCreate(is->sim->comm, &is->snes));
+  PetscCall(SNESSetOptionsPrefix(is->snes, prefix));
+  PetscCall(SNESSetFunction(is->snes, is->r, FormFunction, is));
+  PetscCall(SNESSetJacobian(is->snes, is->J, is->J, FormJacobian, is));
+  PetscCall(SNESSetTolerances(is->snes, PETSC_DEFAULT, 1e-6, PETSC_DEFAULT, 20, PETSC_DEFAULT));
+  PetscCall(SNESSetMaxLinearSolveFailures(is->snes, 1000)); /* a Krylov solve stopped at max_it is an inexact Newton step, not a failure */
+  PetscCall(SNESGetKSP(is->snes, &ksp));
+  PetscCall(KSPSetType(ksp, KSPGMRES));
+  PetscCall(KSPSetTolerances(ksp, 1e-4, PETSC_DEFAULT, PETSC_DEFAULT, 30));
+  PetscCall(KSPGetPC(ksp, &pc));
+  PetscCall(PCSetType(pc, PCJACOBI));
+  PetscCall(SNESSetFromOptions(is->snes));
+  PetscCall(MarkLazyOptions(prefix));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ------------------------------------------------------------- set-up */
+static PetscErrorCode ImplicitOptions(MPMIntegrator integ, MPMSim sim)
+{
+  Implicit *im;
+  char      transfer[16] = "apic";
+  PetscBool apic;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscNew(&im));
+  integ->data      = im;
+  im->held_pic     = PETSC_TRUE;
+  im->held_rest    = 1e-4;
+  im->max_halvings = 6;
+  im->dt_cap       = PETSC_INFINITY;
+  PetscOptionsBegin(sim->comm, NULL, "Implicit integrator (Klar et al. 2016 s. 5.6; solver options -implicit_snes_*, -implicit_ksp_*, -implicit_pc_*)", NULL);
+  PetscCall(PetscOptionsBool("-held_pic", "Particles at rest next to a node held by wall or object friction drop the affine part C (docs/validation.md, \"Static friction\")", NULL, im->held_pic,
+                             &im->held_pic, NULL));
+  PetscCall(MPMOptionsReal("-held_pic_rest", "With -held_pic, a particle is at rest when it moves at most this many cells per step [-]", NULL, im->held_rest, &im->held_rest, NULL));
+  PetscCall(MPMOptionsReal("-cfl_elastic", "Explicit integrator only (the implicit step has no elastic limit): accepted so that one deck runs with either integrator", NULL, im->cfl_elastic,
+                           &im->cfl_elastic, NULL));
+  PetscCall(PetscOptionsString("-transfer", "Particle-grid transfer: the implicit integrator has apic only", NULL, transfer, transfer, sizeof(transfer), NULL));
+  PetscCall(PetscOptionsInt("-implicit_max_halvings", "Halve dt at most this many times in a row when Newton fails, then stop with an error", NULL, im->max_halvings, &im->max_halvings, NULL));
+  PetscOptionsEnd();
+  PetscCall(PetscStrcmp(transfer, "apic", &apic));
+  PetscCheck(apic, sim->comm, PETSC_ERR_USER_INPUT, "-transfer %s: -integrator implicit transfers with apic only (allowed: apic)", transfer);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode ImplicitCheck(MPMIntegrator integ, MPMSim sim)
+{
+  Implicit *im = (Implicit *)integ->data;
+
+  PetscFunctionBeginUser;
+  PetscCheck(im->held_rest >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-held_pic_rest must be >= 0 (cells per step), got %g", im->held_rest);
+  PetscCheck(im->max_halvings >= 0 && im->max_halvings <= 30, sim->comm, PETSC_ERR_USER_INPUT, "-implicit_max_halvings must be in [0, 30], got %" PetscInt_FMT, im->max_halvings);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode ImplicitSetUp(MPMIntegrator integ, MPMSim sim)
+{
+  Implicit *im = (Implicit *)integ->data;
+  char      name[2 * MPM_NAME_LEN];
+
+  PetscFunctionBeginUser;
+  PetscCheck(sim->nspecies <= 8, sim->comm, PETSC_ERR_SUP, "-integrator implicit supports at most 8 species");
+  for (PetscInt s = 0; s < sim->nspecies; s++) {
+    ImplicitSpecies *is = &im->s[s];
+    MPMSpecies      *sp = sim->species[s];
+    for (PetscInt m = 0; m < sp->nmat; m++) PetscCall(MPMMaterialRequire(sp->mat[m], MPM_MATERIAL_DSTRESS, "-integrator implicit"));
+    is->sim = sim;
+    is->sp  = sp;
+    PetscCall(MPMIntegratorStressFields(sp, &is->f));
+    PetscCall(PetscSNPrintf(name, sizeof(name), "%s_momentum", sp->name));
+    PetscCall(MPMGridFieldCreate(sim, name, 1 + sim->dim, PETSC_FALSE, &sp->grid)); /* m and m v^n, then the held flag and v^{n+1} for G2P */
+    PetscCall(PetscSNPrintf(name, sizeof(name), "%s_velocity", sp->name));
+    PetscCall(MPMGridFieldCreate(sim, name, sim->dim, PETSC_FALSE, &is->vel));
+    PetscCall(SolverSetUp(is, integ->prefix)); /* reads the -implicit_* options now, before the unused-option check */
+  }
+  im->st.n = NSTAT;
+  PetscCall(PetscStrncpy(im->st.name[STAT_NEWTON], "newton_its", sizeof(im->st.name[0])));
+  PetscCall(PetscStrncpy(im->st.name[STAT_KSP], "ksp_its", sizeof(im->st.name[0])));
+  PetscCall(PetscStrncpy(im->st.name[STAT_HALVINGS], "dt_halvings", sizeof(im->st.name[0])));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* CFL on the particle velocity only: no elastic wave limit. */
+static double ImplicitStableDt(MPMIntegrator integ, const MPMSim sim, double vmax)
+{
+  const Implicit *im = (const Implicit *)integ->data;
+  if (sim->dt_fixed > 0) return sim->dt_fixed;
+  double dt = PetscMin(sim->dt_max, im->dt_cap);
+  if (vmax > 0) dt = PetscMin(dt, sim->cfl * sim->layout.h / vmax);
+  return dt;
+}
+
+/* ----------------------------------------------------------------- step */
+/* P2G of mass and momentum; on the owned nodes: slot 0 m, slots 1..d v^n,
+ * the first guess v^n + dt g into the iterate (adding the explicit impulse
+ * of the stored stress doubled the Newton iterations at 12x the explicit
+ * step: beyond its stability limit it overshoots), and the contact set. */
+static PetscErrorCode Predict(ImplicitSpecies *is, double dt)
+{
+  const MPMSim    sim = is->sim;
+  MPMSpecies     *sp  = is->sp;
+  MPMParticles   *p   = &sp->p;
+  const int       d = (int)sim->dim, dof = (int)sp->grid->dof;
+  const double    gs = MPMGravityScale(sim);
+  MPMParticleView v  = {(int)p->n, MPMFieldReal(p, p->f_x), MPMFieldReal(p, p->f_v), MPMFieldReal(p, is->f.f_C), MPMFieldReal(p, is->f.f_Fe),
+                        MPMFieldReal(p, is->f.f_tau), MPMFieldReal(p, p->f_m), MPMFieldReal(p, p->f_V0)};
+  PetscScalar    *a, *x;
+
+  PetscFunctionBeginUser;
+  is->dt = dt;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_P2G, 0, 0, 0, 0));
+  PetscCall(VecZeroEntries(sp->grid->local));
+  PetscCall(VecGetArray(sp->grid->local, &a));
+  mpm_p2g(&sp->grid->box, &v, 0.0, a); /* no stress impulse (tau is finite: 0 tau = 0) */
+  PetscCall(VecRestoreArray(sp->grid->local, &a));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_P2G, 0, 0, 0, 0));
+  PetscCall(MPMGhostScatterAdd(sp->grid));
+  PetscCall(VecGetArray(sp->grid->global, &a));
+  PetscCall(VecGetArray(is->x, &x));
+  for (PetscInt n = 0; n < is->nown; n++) {
+    double      *node = a + n * dof, *xn = x + n * d, *Pi = is->Pi + n * d * d, *cn = is->c + n * d, pos[3], u[3];
+    const double m    = node[0];
+    for (int c = 0; c < d; c++) {
+      node[1 + c] = m > 0 ? node[1 + c] / m : 0.0;
+      xn[c]       = m > 0 ? node[1 + c] + dt * gs * sim->gravity[c] : 0.0;
+      u[c]        = xn[c];
+    }
+    if (m <= 0) { /* no mass: u = 0 */
+      for (int k = 0; k < d * d; k++) Pi[k] = 0;
+      for (int c = 0; c < d; c++) cn[c] = 0;
+      continue;
+    }
+    /* the contact set of the predictor; the projection is affine in v for a fixed set: c = Pi(u) - Pi u */
+    OwnedNodeX(&sim->layout, n, pos);
+    MPMCollidersProject(sim->colliders, pos, dt, u, Pi);
+    MatVec(d, Pi, xn, cn);
+    for (int c = 0; c < d; c++) cn[c] = u[c] - cn[c];
+  }
+  PetscCall(VecRestoreArray(is->x, &x));
+  PetscCall(VecRestoreArray(sp->grid->global, &a));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* After the solve: the velocity without collisions v* = v^n + dt f(u)/m + dt g,
+ * then collisions with friction and the impulses on the objects, as in the
+ * explicit step; slot 0 the held-by-friction flag, slots 1..d the velocity,
+ * gathered for G2P. */
+static PetscErrorCode Finish(const Implicit *im, ImplicitSpecies *is)
+{
+  const MPMSim       sim = is->sim;
+  const int          d = (int)sim->dim, dof = (int)is->sp->grid->dof;
+  const double       gs = MPMGravityScale(sim);
+  PetscBool          bad;
+  const PetscScalar *f;
+  PetscScalar       *a;
+
+  PetscFunctionBeginUser;
+  PetscCall(Project(is, is->x));
+  PetscCall(Force(is, &bad));
+  PetscCall(PetscLogEventBegin(MPM_EVENT_GRID_UPDATE, 0, 0, 0, 0));
+  PetscCall(VecGetArrayRead(is->fg, &f));
+  PetscCall(VecGetArray(is->sp->grid->global, &a));
+  for (PetscInt n = 0; n < is->nown; n++) {
+    double      *node = a + n * dof, pos[3], v[3];
+    const double m    = node[0];
+    if (m <= 0) {
+      for (int c = 0; c < dof; c++) node[c] = 0;
+      continue;
+    }
+    for (int c = 0; c < d; c++) v[c] = node[1 + c] + f[n * d + c] / m + is->dt * gs * sim->gravity[c];
+    OwnedNodeX(&sim->layout, n, pos);
+    const int held = MPMCollidersApply(sim->colliders, pos, m, is->dt, v) == MPM_CONTACT_HELD;
+    for (int c = 0; c < d; c++) node[1 + c] = v[c];
+    node[0] = held && im->held_pic ? 1.0 : 0.0;
+  }
+  PetscCall(VecRestoreArray(is->sp->grid->global, &a));
+  PetscCall(VecRestoreArrayRead(is->fg, &f));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_GRID_UPDATE, 0, 0, 0, 0));
+  PetscCall(MPMGhostGather(is->sp->grid));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode G2P(const Implicit *im, ImplicitSpecies *is, double *vmax)
+{
+  MPMParticles      *p = &is->sp->p;
+  MPMParticleView    v = {(int)p->n, MPMFieldReal(p, p->f_x), MPMFieldReal(p, p->f_v), MPMFieldReal(p, is->f.f_C), MPMFieldReal(p, is->f.f_Fe),
+                          MPMFieldReal(p, is->f.f_tau), MPMFieldReal(p, p->f_m), MPMFieldReal(p, p->f_V0)};
+  const PetscScalar *a;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_G2P, 0, 0, 0, 0));
+  PetscCall(VecGetArrayRead(is->sp->grid->local, &a));
+  *vmax = sqrt(mpm_g2p(&is->sp->grid->box, a, is->dt, -1.0, im->held_rest, &v));
+  PetscCall(VecRestoreArrayRead(is->sp->grid->local, &a));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_G2P, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode ImplicitStep(MPMIntegrator integ, MPMSim sim, double dt, double *vmax)
+{
+  Implicit           *im = (Implicit *)integ->data;
+  SNESConvergedReason reason = SNES_CONVERGED_ITERATING;
+  PetscInt            its_newton = 0, its_ksp = 0;
+
+  PetscFunctionBeginUser;
+  *vmax = 0;
+  MPMCollidersAtTime(sim->colliders, sim->t);
+  /* solve every species before moving any: a failure leaves the step undone */
+  for (PetscInt s = 0; s < sim->nspecies && reason >= 0; s++) {
+    ImplicitSpecies *is = &im->s[s];
+    PetscInt         n, k;
+    PetscCall(SolverSetUp(is, integ->prefix));
+    PetscCall(Predict(is, dt));
+    PetscCall(SNESSolve(is->snes, NULL, is->x));
+    PetscCall(SNESGetConvergedReason(is->snes, &reason));
+    PetscCall(SNESGetIterationNumber(is->snes, &n));
+    PetscCall(SNESGetLinearSolveIterations(is->snes, &k));
+    its_newton += n;
+    its_ksp += k;
+  }
+  im->st.value[STAT_NEWTON] = (double)its_newton;
+  im->st.value[STAT_KSP]    = (double)its_ksp;
+  im->st.total[STAT_NEWTON] += its_newton;
+  im->st.total[STAT_KSP] += its_ksp;
+  if (reason < 0) {
+    im->halvings++;
+    im->st.total[STAT_HALVINGS] += 1;
+    PetscCheck(im->halvings <= im->max_halvings, sim->comm, PETSC_ERR_NOT_CONVERGED,
+               "Implicit Newton solve failed at t = %g s (step %" PetscInt_FMT ", dt = %g s, %" PetscInt_FMT " halvings, SNES: %s): lower -dt_max or -cfl, or raise -implicit_snes_max_it, -implicit_ksp_max_it or -implicit_max_halvings",
+               sim->t, sim->step + 1, dt, im->halvings - 1, SNESConvergedReasons[reason]);
+    PetscCall(PetscPrintf(sim->comm, "step %" PetscInt_FMT ": implicit solve failed (%s), retrying with dt = %g s\n", sim->step + 1, SNESConvergedReasons[reason], 0.5 * dt));
+    integ->rejected = PETSC_TRUE;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  im->st.value[STAT_HALVINGS] = (double)im->halvings;
+  if (im->halvings) im->dt_cap = dt; /* grow back from the step that worked */
+  else if (im->dt_cap < PETSC_INFINITY) im->dt_cap *= 2;
+  im->halvings = 0;
+  for (PetscInt s = 0; s < sim->nspecies; s++) {
+    ImplicitSpecies *is = &im->s[s];
+    double           vs = 0;
+    PetscCall(Finish(im, is));
+    PetscCall(G2P(im, is, &vs));
+    PetscCall(MPMIntegratorCommit(is->sp, &is->f));
+    *vmax = PetscMax(*vmax, vs);
+  }
+  MPMCollidersAdvance(sim->colliders, dt);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ------------------------------------------------------- bookkeeping */
+static PetscErrorCode ImplicitStats(MPMIntegrator integ, MPMStepStats *s)
+{
+  PetscFunctionBeginUser;
+  *s = ((Implicit *)integ->data)->st;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The run totals and the step cap (restarts continue bit for bit). */
+static PetscErrorCode ImplicitGetState(MPMIntegrator integ, PetscInt *n, double *state)
+{
+  const Implicit *im = (const Implicit *)integ->data;
+
+  PetscFunctionBeginUser;
+  for (int k = 0; k < NSTAT; k++) state[k] = im->st.total[k];
+  state[NSTAT] = im->dt_cap < PETSC_INFINITY ? im->dt_cap : -1.0;
+  *n           = NSTAT + 1;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode ImplicitSetState(MPMIntegrator integ, PetscInt n, const double *state)
+{
+  Implicit *im = (Implicit *)integ->data;
+
+  PetscFunctionBeginUser;
+  PetscCheck(n == NSTAT + 1, PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "the checkpoint's implicit integrator state has %" PetscInt_FMT " values, expected %d", n, NSTAT + 1);
+  for (int k = 0; k < NSTAT; k++) im->st.total[k] = state[k];
+  im->dt_cap = state[NSTAT] > 0 ? state[NSTAT] : PETSC_INFINITY;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode ImplicitView(MPMIntegrator integ, char *buf, size_t len)
+{
+  const Implicit *im = (const Implicit *)integ->data;
+  KSPType         kt;
+  PCType          pt;
+  KSP             ksp;
+  PC              pc;
+
+  PetscFunctionBeginUser;
+  PetscCall(SNESGetKSP(im->s[0].snes, &ksp));
+  PetscCall(KSPGetType(ksp, &kt));
+  PetscCall(KSPGetPC(ksp, &pc));
+  PetscCall(PCGetType(pc, &pt));
+  PetscCall(PetscSNPrintf(buf, len, "implicit APIC, Newton-%s/%s (-implicit_snes_*, -implicit_ksp_*)", kt, pt ? pt : "none"));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode ImplicitDestroy(MPMIntegrator integ)
+{
+  Implicit *im = (Implicit *)integ->data;
+
+  PetscFunctionBeginUser;
+  if (!im) PetscFunctionReturn(PETSC_SUCCESS);
+  for (int s = 0; s < 8; s++) {
+    PetscCall(SolverDestroy(&im->s[s]));
+    PetscCall(PetscFree(im->s[s].lin));
+    PetscCall(PetscFree(im->s[s].A));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMIntegratorCreate_Implicit(MPMIntegrator integ)
+{
+  PetscFunctionBeginUser;
+  integ->ops.options   = ImplicitOptions;
+  integ->ops.check     = ImplicitCheck;
+  integ->ops.setup     = ImplicitSetUp;
+  integ->ops.stable_dt = ImplicitStableDt;
+  integ->ops.step      = ImplicitStep;
+  integ->ops.stats     = ImplicitStats;
+  integ->ops.get_state = ImplicitGetState;
+  integ->ops.set_state = ImplicitSetState;
+  integ->ops.view      = ImplicitView;
+  integ->ops.destroy   = ImplicitDestroy;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
