@@ -95,6 +95,10 @@ void mpm_sym_eig(int dim, const double *A, double *lam, double *U);
  * eigenvector k of matrix l. */
 void mpm_sym_eig3_lanes(const double A[6][MPM_LANES], double lam[3][MPM_LANES], double U[9][MPM_LANES]);
 
+/* Eigenvalues lam and eigenvectors U of F F^T (the squared singular values
+ * and left singular vectors of F). */
+void mpm_ffT_eig(int dim, const double *F, double *lam, double *U);
+
 /* C = A B (dim x dim) */
 static inline void mpm_matmul(int dim, const double *A, const double *B, double *C)
 {

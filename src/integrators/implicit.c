@@ -133,6 +133,21 @@ static void StressTimesFT(int d, double s, const double *P, const double *F, dou
     }
 }
 
+/* fg = sum_p A_p grad w_ip on the owned nodes (ghost contributions summed). */
+static PetscErrorCode Divergence(ImplicitSpecies *is)
+{
+  MPMParticles *p = &is->sp->p;
+  PetscScalar  *fl;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecZeroEntries(is->fl));
+  PetscCall(VecGetArray(is->fl, &fl));
+  mpm_p2g_divergence(&is->vel->box, (int)p->n, MPMFieldReal(p, p->f_x), is->A, fl, 0);
+  PetscCall(VecRestoreArray(is->fl, &fl));
+  PetscCall(MPMGhostScatterAddVec(is->vel, is->fl, is->fg));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* fg = dt f(u) on the owned nodes, u the gathered is->ul: the trial stress
  * of every particle (runs of one material at a time) through the
  * divergence.  Keeps the linearizations in is->lin.  *bad: some particle's
@@ -145,7 +160,6 @@ static PetscErrorCode Force(ImplicitSpecies *is, PetscBool *bad)
   const double      *X = MPMFieldReal(p, p->f_x), *V0 = MPMFieldReal(p, p->f_V0), *Fe = MPMFieldReal(p, is->f.f_Fe);
   const int32_t     *mat = MPMFieldInt32(p, p->f_mat);
   const PetscScalar *ul;
-  PetscScalar       *fl;
 
   PetscFunctionBeginUser;
   *bad = PETSC_FALSE;
@@ -171,57 +185,66 @@ static PetscErrorCode Force(ImplicitSpecies *is, PetscBool *bad)
       StressTimesFT(d, -is->dt * V0[q], P, Fe + q * d * d, A);
     }
   }
-  PetscCall(VecZeroEntries(is->fl));
-  PetscCall(VecGetArray(is->fl, &fl));
-  mpm_p2g_divergence(&is->vel->box, n, X, is->A, fl, 0);
-  PetscCall(VecRestoreArray(is->fl, &fl));
-  PetscCall(MPMGhostScatterAddVec(is->vel, is->fl, is->fg));
+  PetscCall(Divergence(is));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The rows of the residual (residual = TRUE, u and fg = dt f(u) from
+ * Project and Force) or of the Jacobian's action (u = du = Pi x and
+ * fg = -K du):
+ *   Y_i = Pi_i [m_i u_i - fg_i - b_i] + m_i (X_i - u_i),  b_i = m_i (v^n_i + dt g) or 0,
+ * and Y_i = X_i on nodes without mass. */
+static PetscErrorCode Rows(ImplicitSpecies *is, Vec X, PetscBool residual, Vec Y)
+{
+  const MPMSim       sim = is->sim;
+  const int          d = (int)sim->dim, dof = (int)is->sp->grid->dof;
+  const double       gs = MPMGravityScale(sim);
+  const PetscScalar *x, *u, *f, *mv;
+  PetscScalar       *y;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecGetArrayRead(X, &x));
+  PetscCall(VecGetArrayRead(is->ug, &u));
+  PetscCall(VecGetArrayRead(is->fg, &f));
+  PetscCall(VecGetArrayRead(is->sp->grid->global, &mv));
+  PetscCall(VecGetArray(Y, &y));
+  for (PetscInt n = 0; n < is->nown; n++) {
+    const double m = mv[n * dof];
+    double       t[3];
+    if (m <= 0) {
+      for (int a = 0; a < d; a++) y[n * d + a] = x[n * d + a];
+      continue;
+    }
+    for (int a = 0; a < d; a++) t[a] = m * u[n * d + a] - f[n * d + a] - (residual ? m * (mv[n * dof + 1 + a] + is->dt * gs * sim->gravity[a]) : 0.0);
+    MatVec(d, is->Pi + n * d * d, t, y + n * d);
+    for (int a = 0; a < d; a++) y[n * d + a] += m * (x[n * d + a] - u[n * d + a]);
+  }
+  PetscCall(VecRestoreArray(Y, &y));
+  PetscCall(VecRestoreArrayRead(is->sp->grid->global, &mv));
+  PetscCall(VecRestoreArrayRead(is->fg, &f));
+  PetscCall(VecRestoreArrayRead(is->ug, &u));
+  PetscCall(VecRestoreArrayRead(X, &x));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* ------------------------------------------------------ SNES callbacks */
 static PetscErrorCode FormFunction(SNES snes, Vec X, Vec R, void *ctx)
 {
-  ImplicitSpecies   *is  = (ImplicitSpecies *)ctx;
-  const MPMSim       sim = is->sim;
-  const int          d = (int)sim->dim, dof = (int)is->sp->grid->dof;
-  const double       gs = MPMGravityScale(sim);
-  PetscBool          bad;
-  double             nbad;
-  const PetscScalar *x, *u, *f, *mv;
-  PetscScalar       *r;
+  ImplicitSpecies *is = (ImplicitSpecies *)ctx;
+  PetscBool        bad;
+  double           nbad;
 
   PetscFunctionBeginUser;
   PetscCall(Project(is, X));
   PetscCall(Force(is, &bad));
   nbad = bad ? 1.0 : 0.0;
-  PetscCall(MPMGlobalMax(sim->comm, &nbad, 1)); /* every rank must take the same branch */
+  PetscCall(MPMGlobalMax(is->sim->comm, &nbad, 1)); /* every rank must take the same branch */
   if (nbad > 0) {
     PetscCall(SNESSetFunctionDomainError(snes));
     PetscCall(VecSetInf(R));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(VecGetArrayRead(X, &x));
-  PetscCall(VecGetArrayRead(is->ug, &u));
-  PetscCall(VecGetArrayRead(is->fg, &f));
-  PetscCall(VecGetArrayRead(is->sp->grid->global, &mv));
-  PetscCall(VecGetArray(R, &r));
-  for (PetscInt n = 0; n < is->nown; n++) {
-    const double m = mv[n * dof];
-    double       r0[3], pr[3];
-    if (m <= 0) {
-      for (int a = 0; a < d; a++) r[n * d + a] = x[n * d + a];
-      continue;
-    }
-    for (int a = 0; a < d; a++) r0[a] = m * (u[n * d + a] - mv[n * dof + 1 + a]) - is->dt * m * gs * sim->gravity[a] - f[n * d + a];
-    MatVec(d, is->Pi + n * d * d, r0, pr);
-    for (int a = 0; a < d; a++) r[n * d + a] = pr[a] + m * (x[n * d + a] - u[n * d + a]);
-  }
-  PetscCall(VecRestoreArray(R, &r));
-  PetscCall(VecRestoreArrayRead(is->sp->grid->global, &mv));
-  PetscCall(VecRestoreArrayRead(is->fg, &f));
-  PetscCall(VecRestoreArrayRead(is->ug, &u));
-  PetscCall(VecRestoreArrayRead(X, &x));
+  PetscCall(Rows(is, X, PETSC_TRUE, R));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -297,17 +320,16 @@ static PetscErrorCode JacobianMult(Mat J, Vec X, Vec Y)
 {
   ImplicitSpecies   *is;
   MPMParticles      *p;
-  int                d, n, dof;
+  int                d, n;
   const double      *Xp, *V0, *Fe;
-  const PetscScalar *x, *ul, *k, *mv, *du;
-  PetscScalar       *u, *fl, *y;
+  const PetscScalar *x, *ul;
+  PetscScalar       *u;
 
   PetscFunctionBeginUser;
   PetscCall(MatShellGetContext(J, &is));
   p   = &is->sp->p;
   d   = (int)p->dim;
   n   = (int)p->n;
-  dof = (int)is->sp->grid->dof;
   Xp  = MPMFieldReal(p, p->f_x);
   V0  = MPMFieldReal(p, p->f_V0);
   Fe  = MPMFieldReal(p, is->f.f_Fe);
@@ -315,6 +337,7 @@ static PetscErrorCode JacobianMult(Mat J, Vec X, Vec Y)
   PetscCall(VecGetArray(is->ug, &u));
   for (PetscInt nd = 0; nd < is->nown; nd++) MatVec(d, is->Pi + nd * d * d, x + nd * d, u + nd * d);
   PetscCall(VecRestoreArray(is->ug, &u));
+  PetscCall(VecRestoreArrayRead(X, &x));
   PetscCall(MPMGhostGatherVec(is->vel, is->ug, is->ul));
   PetscCall(VecGetArrayRead(is->ul, &ul));
   mpm_grid_gradient(&is->vel->box, n, Xp, ul, 0, is->A);
@@ -324,33 +347,10 @@ static PetscErrorCode JacobianMult(Mat J, Vec X, Vec Y)
     mpm_matmul(d, A, Fe + q * d * d, dF);
     for (int c = 0; c < d * d; c++) dF[c] *= is->dt;
     mpm_iso_dpiola(&is->lin[q], dF, dP);
-    StressTimesFT(d, is->dt * V0[q], dP, Fe + q * d * d, A);
+    StressTimesFT(d, -is->dt * V0[q], dP, Fe + q * d * d, A); /* d(dt f) = -K dU */
   }
-  PetscCall(VecZeroEntries(is->fl));
-  PetscCall(VecGetArray(is->fl, &fl));
-  mpm_p2g_divergence(&is->vel->box, n, Xp, is->A, fl, 0);
-  PetscCall(VecRestoreArray(is->fl, &fl));
-  PetscCall(MPMGhostScatterAddVec(is->vel, is->fl, is->fg));
-  PetscCall(VecGetArrayRead(is->fg, &k));
-  PetscCall(VecGetArrayRead(is->ug, &du));
-  PetscCall(VecGetArrayRead(is->sp->grid->global, &mv));
-  PetscCall(VecGetArray(Y, &y));
-  for (PetscInt nd = 0; nd < is->nown; nd++) {
-    const double m = mv[nd * dof];
-    double       t[3];
-    if (m <= 0) {
-      for (int a = 0; a < d; a++) y[nd * d + a] = x[nd * d + a];
-      continue;
-    }
-    for (int a = 0; a < d; a++) t[a] = m * du[nd * d + a] + k[nd * d + a];
-    MatVec(d, is->Pi + nd * d * d, t, y + nd * d);
-    for (int a = 0; a < d; a++) y[nd * d + a] += m * (x[nd * d + a] - du[nd * d + a]);
-  }
-  PetscCall(VecRestoreArray(Y, &y));
-  PetscCall(VecRestoreArrayRead(is->sp->grid->global, &mv));
-  PetscCall(VecRestoreArrayRead(is->ug, &du));
-  PetscCall(VecRestoreArrayRead(is->fg, &k));
-  PetscCall(VecRestoreArrayRead(X, &x));
+  PetscCall(Divergence(is));
+  PetscCall(Rows(is, X, PETSC_FALSE, Y));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

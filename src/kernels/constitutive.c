@@ -71,17 +71,23 @@ static void hencky_tau(int d, double mu, double lambda, const double *U, const d
     }
 }
 
-/* Principal Hencky strains eps = ln(Sigma) = 0.5 ln(eig(F F^T)) and eigenvectors U. */
-static void hencky_strain(int d, const double *Fe, double *eps, double *U)
+void mpm_ffT_eig(int d, const double *F, double *lam, double *U)
 {
-  double b[9] = {0}, lam[3]; /* zeroed: GCC cannot see that d <= 3 fills what mpm_sym_eig reads */
+  double b[9] = {0}; /* zeroed: GCC cannot see that d <= 3 fills what mpm_sym_eig reads */
   for (int i = 0; i < d; i++)
     for (int j = 0; j < d; j++) {
       double s = 0;
-      for (int k = 0; k < d; k++) s += Fe[i * d + k] * Fe[j * d + k];
+      for (int k = 0; k < d; k++) s += F[i * d + k] * F[j * d + k];
       b[i * d + j] = s;
     }
   mpm_sym_eig(d, b, lam, U);
+}
+
+/* Principal Hencky strains eps = ln(Sigma) = 0.5 ln(eig(F F^T)) and eigenvectors U. */
+static void hencky_strain(int d, const double *Fe, double *eps, double *U)
+{
+  double lam[3];
+  mpm_ffT_eig(d, Fe, lam, U);
   for (int i = 0; i < d; i++) eps[i] = 0.5 * log(lam[i]);
 }
 

@@ -12,14 +12,8 @@
  * V = Fhat^T U diag(1/s).  Needs det Fhat != 0. */
 static void svd_from_eig(int d, const double *F, double *U, double *s, double *V)
 {
-  double b[9] = {0}, lam[3];
-  for (int i = 0; i < d; i++)
-    for (int j = 0; j < d; j++) {
-      double t = 0;
-      for (int k = 0; k < d; k++) t += F[i * d + k] * F[j * d + k];
-      b[i * d + j] = t;
-    }
-  mpm_sym_eig(d, b, lam, U);
+  double lam[3];
+  mpm_ffT_eig(d, F, lam, U);
   for (int k = 0; k < d; k++) s[k] = sqrt(lam[k]);
   for (int i = 0; i < d; i++)
     for (int k = 0; k < d; k++) {
