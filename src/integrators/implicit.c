@@ -46,7 +46,7 @@ typedef struct {
 typedef struct {
   PetscBool       held_pic;
   double          held_rest;
-  double          cfl_elastic; /* read and not used (the explicit integrator's) */
+  double          cfl_elastic, flip_blend; /* read and not used (the explicit integrator's) */
   PetscInt        max_halvings;
   PetscInt        halvings; /* consecutive failed attempts of the current step */
   double          dt_cap;   /* after a halving the step grows back from here, x2 per step */
@@ -459,6 +459,8 @@ static PetscErrorCode ImplicitOptions(MPMIntegrator integ, MPMSim sim)
   PetscCall(MPMOptionsReal("-held_pic_rest", "With -held_pic, a particle is at rest when it moves at most this many cells per step [-]", NULL, im->held_rest, &im->held_rest, NULL));
   PetscCall(MPMOptionsReal("-cfl_elastic", "Explicit integrator only (the implicit step has no elastic limit): accepted so that one deck runs with either integrator", NULL, im->cfl_elastic,
                            &im->cfl_elastic, NULL));
+  PetscCall(MPMOptionsReal("-flip_blend", "Explicit integrator only (the implicit one transfers with APIC): accepted so that one deck runs with either integrator", NULL, im->flip_blend,
+                           &im->flip_blend, NULL));
   PetscCall(PetscOptionsString("-transfer", "Particle-grid transfer: the implicit integrator has apic only", NULL, transfer, transfer, sizeof(transfer), NULL));
   PetscCall(PetscOptionsInt("-implicit_max_halvings", "Halve dt at most this many times in a row when Newton fails, then stop with an error", NULL, im->max_halvings, &im->max_halvings, NULL));
   PetscOptionsEnd();
