@@ -94,3 +94,21 @@ PetscErrorCode MPMIntegratorCommit(MPMSpecies *sp, const MPMStressFields *f)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+
+/* Read inside the integrator's PetscOptionsBegin/End block. */
+PetscErrorCode MPMHeldPICOptions(PetscOptionItems *PetscOptionsObject, MPMHeldPIC *h)
+{
+  PetscFunctionBeginUser;
+  h->on   = PETSC_TRUE;
+  h->rest = 1e-4;
+  PetscCall(PetscOptionsBool("-held_pic", "Particles at rest next to a node held by wall or object friction drop the affine part C (transfer as PIC), so that static friction holds (docs/validation.md, \"Static friction\")", NULL, h->on, &h->on, NULL));
+  PetscCall(MPMOptionsReal("-held_pic_rest", "With -held_pic, a particle is at rest when it moves at most this many cells per step [-]", NULL, h->rest, &h->rest, NULL));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMHeldPICCheck(MPMSim sim, const MPMHeldPIC *h)
+{
+  PetscFunctionBeginUser;
+  PetscCheck(h->rest >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-held_pic_rest must be >= 0 (cells per step), got %g", h->rest);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

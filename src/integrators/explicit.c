@@ -21,8 +21,7 @@ typedef struct {
   MPMTransfer     transfer;
   double          flip;        /* FLIP fraction of the PIC/FLIP blend; < 0 selects APIC */
   double          cfl_elastic; /* dt <= cfl_elastic dx / c_p */
-  PetscBool       held_pic;    /* particles at rest that reach a node held by friction drop C */
-  double          held_rest;   /* "at rest": moving at most this many cells per step */
+  MPMHeldPIC      held;        /* the static-friction fix in G2P */
   double          wave_speed;  /* largest P-wave speed of anything that can put particles in the run */
   MPMStressFields fields[8];   /* per species */
 } Explicit;
@@ -37,15 +36,12 @@ static PetscErrorCode ExplicitOptions(MPMIntegrator integ, MPMSim sim)
   integ->data     = ex;
   ex->flip        = 0.95;
   ex->cfl_elastic = 0.5;
-  ex->held_pic    = PETSC_TRUE;
-  ex->held_rest   = 1e-4;
   PetscOptionsBegin(sim->comm, NULL, "Explicit integrator", NULL);
   PetscCall(MPMOptionsEList("-transfer", "Particle-grid transfer: apic, flip (PIC/FLIP blend), aflip (affine FLIP: APIC's C with the FLIP blend)", NULL, TransferNames, 3,
                             TransferNames[transfer], &transfer, NULL));
   PetscCall(MPMOptionsReal("-flip_blend", "FLIP fraction of the blend (with -transfer flip or aflip) [-]", NULL, ex->flip, &ex->flip, NULL));
   PetscCall(MPMOptionsReal("-cfl_elastic", "Elastic limit: dt <= cfl_elastic dx / c_p [-]", NULL, ex->cfl_elastic, &ex->cfl_elastic, NULL));
-  PetscCall(PetscOptionsBool("-held_pic", "Particles at rest next to a node held by wall or object friction drop the affine part C (transfer as PIC), so that static friction holds (docs/validation.md, \"Static friction\")", NULL, ex->held_pic, &ex->held_pic, NULL));
-  PetscCall(MPMOptionsReal("-held_pic_rest", "With -held_pic, a particle is at rest when it moves at most this many cells per step [-]", NULL, ex->held_rest, &ex->held_rest, NULL));
+  PetscCall(MPMHeldPICOptions(PetscOptionsObject, &ex->held));
   PetscOptionsEnd();
   ex->transfer = (MPMTransfer)transfer;
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -58,7 +54,7 @@ static PetscErrorCode ExplicitCheck(MPMIntegrator integ, MPMSim sim)
   PetscFunctionBeginUser;
   PetscCheck(ex->cfl_elastic > 0 && ex->cfl_elastic <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-cfl_elastic must be in (0, 1], got %g", ex->cfl_elastic);
   PetscCheck(ex->flip >= 0 && ex->flip <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-flip_blend must be in [0, 1], got %g", ex->flip);
-  PetscCheck(ex->held_rest >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-held_pic_rest must be >= 0 (cells per step), got %g", ex->held_rest);
+  PetscCall(MPMHeldPICCheck(sim, &ex->held));
   if (ex->transfer == MPM_TRANSFER_APIC) ex->flip = -1; /* the transfers take flip < 0 as APIC */
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -189,7 +185,7 @@ static PetscErrorCode GridUpdate(const Explicit *ex, MPMSim sim, MPMGridField *g
         }
         const int held = MPMCollidersApply(sim->colliders, x, m, dt, v) == MPM_CONTACT_HELD;
         for (PetscInt c = 0; c < d; c++) node[1 + c] = v[c];
-        node[0] = held && ex->held_pic ? 1.0 : 0.0; /* the mass is spent: slot 0 tells G2P where friction holds */
+        node[0] = held && ex->held.on ? 1.0 : 0.0; /* the mass is spent: slot 0 tells G2P where friction holds */
       }
   PetscCall(VecRestoreArray(g->global, &a));
   PetscCall(PetscLogEventEnd(MPM_EVENT_GRID_UPDATE, 0, 0, 0, 0));
@@ -206,7 +202,7 @@ static PetscErrorCode G2P(const Explicit *ex, MPMSpecies *sp, const MPMStressFie
   PetscFunctionBeginUser;
   PetscCall(PetscLogEventBegin(MPM_EVENT_G2P, 0, 0, 0, 0));
   PetscCall(VecGetArrayRead(g->local, &a));
-  *vmax = sqrt(mpm_g2p(&g->box, a, dt, ex->flip, ex->held_rest, &v));
+  *vmax = sqrt(mpm_g2p(&g->box, a, dt, ex->flip, ex->held.rest, &v));
   PetscCall(VecRestoreArrayRead(g->local, &a));
   PetscCall(PetscLogEventEnd(MPM_EVENT_G2P, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);

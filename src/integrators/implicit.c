@@ -44,8 +44,7 @@ typedef struct {
 } ImplicitSpecies;
 
 typedef struct {
-  PetscBool       held_pic;
-  double          held_rest;
+  MPMHeldPIC      held; /* the static-friction fix in G2P, as explicit */
   double          cfl_elastic, flip_blend; /* read and not used (the explicit integrator's) */
   PetscInt        max_halvings;
   PetscInt        halvings; /* consecutive failed attempts of the current step */
@@ -148,11 +147,11 @@ static PetscErrorCode Divergence(ImplicitSpecies *is)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* fg = dt f(u) on the owned nodes, u the gathered is->ul: the trial stress
- * of every particle (runs of one material at a time) through the
- * divergence.  Keeps the linearizations in is->lin.  *bad: some particle's
- * Fhat is inverted or not finite (this rank only). */
-static PetscErrorCode Force(ImplicitSpecies *is, PetscBool *bad)
+/* The trial stress of every particle at u, the gathered is->ul (runs of
+ * one material at a time): is->A = -dt V0 P F^T, and the linearizations in
+ * is->lin.  *bad: some particle's Fhat is inverted or not finite (this
+ * rank only). */
+static PetscErrorCode TrialStresses(ImplicitSpecies *is, PetscBool *bad)
 {
   MPMSpecies        *sp = is->sp;
   MPMParticles      *p  = &sp->p;
@@ -185,6 +184,14 @@ static PetscErrorCode Force(ImplicitSpecies *is, PetscBool *bad)
       StressTimesFT(d, -is->dt * V0[q], P, Fe + q * d * d, A);
     }
   }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* fg = dt f(u) on the owned nodes. */
+static PetscErrorCode Force(ImplicitSpecies *is, PetscBool *bad)
+{
+  PetscFunctionBeginUser;
+  PetscCall(TrialStresses(is, bad));
   PetscCall(Divergence(is));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -286,8 +293,7 @@ static PetscErrorCode Diagonal(ImplicitSpecies *is)
     for (int a = 0; a < d; a++) {
       double t = m * (1.0 - Pi[a * d + a]);
       for (int b = 0; b < d; b++) t += Pi[a * d + b] * Pi[b * d + a] * (m + k[nd * d + b]);
-      dg[nd * d + a] = m > 0 ? t : 1.0;
-      if (!(dg[nd * d + a] > 0)) dg[nd * d + a] = m > 0 ? m : 1.0; /* a sticky node's row is m: never 0 */
+      dg[nd * d + a] = m <= 0 ? 1.0 : (t > 0 ? t : m); /* empty node: the row is x; never 0 */
     }
   }
   PetscCall(VecRestoreArray(is->diag, &dg));
@@ -303,7 +309,7 @@ static PetscErrorCode FormJacobian(SNES snes, Vec X, Mat J, Mat Pmat, void *ctx)
 
   PetscFunctionBeginUser;
   PetscCall(Project(is, X));
-  PetscCall(Force(is, &bad)); /* the linearizations at X (X passed the residual's domain check) */
+  PetscCall(TrialStresses(is, &bad)); /* the linearizations at X (X passed the residual's domain check); the force is not needed */
   PetscCall(Diagonal(is));
   /* a new state, or PCJACOBI keeps the previous diagonal */
   PetscCall(MatAssemblyBegin(Pmat, MAT_FINAL_ASSEMBLY));
@@ -449,14 +455,10 @@ static PetscErrorCode ImplicitOptions(MPMIntegrator integ, MPMSim sim)
   PetscFunctionBeginUser;
   PetscCall(PetscNew(&im));
   integ->data      = im;
-  im->held_pic     = PETSC_TRUE;
-  im->held_rest    = 1e-4;
   im->max_halvings = 6;
   im->dt_cap       = PETSC_INFINITY;
   PetscOptionsBegin(sim->comm, NULL, "Implicit integrator (Klar et al. 2016 s. 5.6; solver options -implicit_snes_*, -implicit_ksp_*, -implicit_pc_*)", NULL);
-  PetscCall(PetscOptionsBool("-held_pic", "Particles at rest next to a node held by wall or object friction drop the affine part C (docs/validation.md, \"Static friction\")", NULL, im->held_pic,
-                             &im->held_pic, NULL));
-  PetscCall(MPMOptionsReal("-held_pic_rest", "With -held_pic, a particle is at rest when it moves at most this many cells per step [-]", NULL, im->held_rest, &im->held_rest, NULL));
+  PetscCall(MPMHeldPICOptions(PetscOptionsObject, &im->held));
   PetscCall(MPMOptionsReal("-cfl_elastic", "Explicit integrator only (the implicit step has no elastic limit): accepted so that one deck runs with either integrator", NULL, im->cfl_elastic,
                            &im->cfl_elastic, NULL));
   PetscCall(MPMOptionsReal("-flip_blend", "Explicit integrator only (the implicit one transfers with APIC): accepted so that one deck runs with either integrator", NULL, im->flip_blend,
@@ -474,7 +476,7 @@ static PetscErrorCode ImplicitCheck(MPMIntegrator integ, MPMSim sim)
   Implicit *im = (Implicit *)integ->data;
 
   PetscFunctionBeginUser;
-  PetscCheck(im->held_rest >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-held_pic_rest must be >= 0 (cells per step), got %g", im->held_rest);
+  PetscCall(MPMHeldPICCheck(sim, &im->held));
   PetscCheck(im->max_halvings >= 0 && im->max_halvings <= 30, sim->comm, PETSC_ERR_USER_INPUT, "-implicit_max_halvings must be in [0, 30], got %" PetscInt_FMT, im->max_halvings);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -597,7 +599,7 @@ static PetscErrorCode Finish(const Implicit *im, ImplicitSpecies *is)
     OwnedNodeX(&sim->layout, n, pos);
     const int held = MPMCollidersApply(sim->colliders, pos, m, is->dt, v) == MPM_CONTACT_HELD;
     for (int c = 0; c < d; c++) node[1 + c] = v[c];
-    node[0] = held && im->held_pic ? 1.0 : 0.0;
+    node[0] = held && im->held.on ? 1.0 : 0.0;
   }
   PetscCall(VecRestoreArray(is->sp->grid->global, &a));
   PetscCall(VecRestoreArrayRead(is->fg, &f));
@@ -616,7 +618,7 @@ static PetscErrorCode G2P(const Implicit *im, ImplicitSpecies *is, double *vmax)
   PetscFunctionBeginUser;
   PetscCall(PetscLogEventBegin(MPM_EVENT_G2P, 0, 0, 0, 0));
   PetscCall(VecGetArrayRead(is->sp->grid->local, &a));
-  *vmax = sqrt(mpm_g2p(&is->sp->grid->box, a, is->dt, -1.0, im->held_rest, &v));
+  *vmax = sqrt(mpm_g2p(&is->sp->grid->box, a, is->dt, -1.0, im->held.rest, &v));
   PetscCall(VecRestoreArrayRead(is->sp->grid->local, &a));
   PetscCall(PetscLogEventEnd(MPM_EVENT_G2P, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -73,6 +73,15 @@ typedef struct {
 PetscErrorCode MPMIntegratorStressFields(MPMSpecies *sp, MPMStressFields *f);
 PetscErrorCode MPMIntegratorCommit(MPMSpecies *sp, const MPMStressFields *f);
 
+/* The static-friction fix both integrators apply in G2P (-held_pic,
+ * -held_pic_rest; docs/validation.md, "Static friction"). */
+typedef struct {
+  PetscBool on;   /* particles at rest that reach a node held by friction drop C */
+  double    rest; /* "at rest": moving at most this many cells per step */
+} MPMHeldPIC;
+PetscErrorCode MPMHeldPICOptions(PetscOptionItems *PetscOptionsObject, MPMHeldPIC *h);
+PetscErrorCode MPMHeldPICCheck(MPMSim sim, const MPMHeldPIC *h);
+
 typedef PetscErrorCode (*MPMIntegratorCreateFn)(MPMIntegrator);
 PetscErrorCode MPMIntegratorRegisterAll(void);
 PetscErrorCode MPMIntegratorRegister(const char *type, MPMIntegratorCreateFn create);
