@@ -1752,6 +1752,55 @@ static void test_trial_piola(int dim)
   CHECK(fabs(ab - ba) / sc > 1e-3, 1, 0, "trial P %dD cone: the linearization is not symmetric (|B:dP(A) - A:dP(B)| / scale = %.2g)", dim, fabs(ab - ba) / sc);
 }
 
+/* The assembled preconditioner's blocks: the tangent block of a
+ * linearization is the matrix of its directional derivative between two
+ * nodes, (K u)_i = V sum_k dP(u yb^T)_ik ya_k, here for a Drucker-Prager
+ * cone particle (not symmetric); and at F = I the Hencky tangent is the
+ * linear-elastic law, whose moduli mpm_iso_moduli recovers and whose block
+ * mpm_elastic_block reproduces. */
+static void test_assembled_blocks(int dim)
+{
+  const int                    d = dim;
+  const MPMDruckerPragerParams p = dp_params(dim, MPM_CONE_PLANE_STRAIN, 30.0, 0.0);
+  const double                 cone[3] = {0.020, -0.060, -0.020}, V = 2e-3;
+  double                       R1[9], R2[9], F[9], P[9], C[81], ya[3], yb[3], u[3], K[9], err = 0, sc = 0;
+  MPMIsoLinearization          lin;
+  random_rotation(d, R1);
+  random_rotation(d, R2);
+  F_from_strain(d, R1, cone, R2, F);
+  mpm_dp_trial_piola(&p, p.alpha0, p.tr_apex0, F, P, &lin);
+  mpm_iso_tangent(&lin, C);
+  for (int r = 0; r < 4; r++) {
+    double dF[9], dP[9];
+    for (int k = 0; k < d; k++) ya[k] = urange(-100, 100), yb[k] = urange(-100, 100), u[k] = urange(-1, 1);
+    mpm_tangent_block(d, V, C, ya, yb, K);
+    for (int j = 0; j < d; j++)
+      for (int l = 0; l < d; l++) dF[j * d + l] = u[j] * yb[l];
+    mpm_iso_dpiola(&lin, dF, dP);
+    for (int i = 0; i < d; i++) {
+      double ref = 0, got = 0;
+      for (int k = 0; k < d; k++) ref += V * dP[i * d + k] * ya[k];
+      for (int j = 0; j < d; j++) got += K[i * d + j] * u[j];
+      err = fmax(err, fabs(got - ref));
+      sc  = fmax(sc, fabs(ref));
+    }
+  }
+  CHECK(err / sc, 0, 1e-12, "assembled %dD: tangent block u = V dP(u yb^T) ya (cone particle, 4 draws)", d);
+  double mu, la, mu2, la2, I[9] = {0}, Ke[9];
+  mpm_lame(E_SAND, NU_SAND, &mu, &la);
+  for (int k = 0; k < d; k++) I[k * d + k] = 1;
+  mpm_hencky_trial_piola(d, mu, la, I, P, &lin);
+  mpm_iso_moduli(&lin, &mu2, &la2);
+  CHECK(fabs(mu2 - mu) / mu + fabs(la2 - la) / mu, 0, 1e-12, "assembled %dD: moduli of the Hencky linearization at F = I = (mu, lambda)", d);
+  mpm_iso_tangent(&lin, C);
+  mpm_tangent_block(d, V, C, ya, yb, K);
+  mpm_elastic_block(d, V, mu, la, ya, yb, Ke);
+  CHECK(maxdiff(d * d, K, Ke) / maxabs(d * d, K), 0, 1e-12, "assembled %dD: elastic block = Hencky tangent block at F = I", d);
+  mpm_dp_trial_piola(&p, p.alpha0, p.tr_apex0, F, P, &lin);
+  mpm_iso_moduli(&lin, &mu2, &la2);
+  CHECK(mu2 >= 0 && la2 + 2 * mu2 / d >= 0, 1, 0, "assembled %dD: cone particle's moduli positive semidefinite (mu %.3g, lambda %.3g)", d, mu2, la2);
+}
+
 int main(void)
 {
   printf("%-74s %-20s %-20s %-7s %s\n", "check", "value", "expected", "tol", "result");
@@ -1804,6 +1853,7 @@ int main(void)
   for (int dim = 2; dim <= 3; dim++) {
     test_trial_elastic(dim, "hencky", mpm_hencky_trial_piola, mpm_hencky_stress);
     test_trial_elastic(dim, "neohookean", mpm_neohookean_trial_piola, mpm_neohookean_stress);
+    test_assembled_blocks(dim);
   }
 
   printf("\n%d checks, %d failed\n", n_checks, n_failed);

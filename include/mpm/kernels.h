@@ -217,6 +217,19 @@ void mpm_neohookean_trial_piola(int dim, double mu, double lambda, const double 
  * symmetric in general: plastic flow on the cone is non-associative). */
 void mpm_iso_dpiola(const MPMIsoLinearization *lin, const double *dF, double *dP);
 
+/* For the assembled preconditioner of the implicit integrator: the
+ * isotropic moduli (mu, lambda) a linearization behaves like (the bulk part
+ * only on the Drucker-Prager cone, nothing at its tip), and the linear-
+ * elastic d x d stiffness block of volume V between two nodes,
+ * K_ij = V (lambda ya_i yb_j + mu (delta_ij ya.yb + ya_j yb_i)), y = F^T grad w. */
+void mpm_iso_moduli(const MPMIsoLinearization *lin, double *mu, double *lambda);
+void mpm_elastic_block(int dim, double V, double mu, double lambda, const double *ya, const double *yb, double *K);
+/* The full tangent C_ikjl = dP_ik/dF_jl of a linearization (dim^4 values)
+ * and its stiffness block K_ij = V sum_kl C_ikjl ya_k yb_l: the exact
+ * Jacobian's, plastic flow included (not symmetric on the cone). */
+void mpm_iso_tangent(const MPMIsoLinearization *lin, double *C);
+void mpm_tangent_block(int dim, double V, const double *C, const double *ya, const double *yb, double *K);
+
 /* Lame parameters from Young's modulus and Poisson's ratio. */
 static inline void mpm_lame(double E, double nu, double *mu, double *lambda)
 {

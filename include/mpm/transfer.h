@@ -57,6 +57,12 @@ void mpm_grid_gradient(const MPMGridBox *g, int n, const double *X, const double
 void mpm_p2g_divergence(const MPMGridBox *g, int n, const double *X, const double *A, double *grid, int off);
 void mpm_p2g_diagonal(const MPMGridBox *g, int n, const double *X, const double *F, const double *D, double *grid, int off);
 
+/* For the implicit integrator's assembled preconditioner: the nodes particle
+ * x reaches (indices into the box's nodes, not doubles) and y = F^T grad w
+ * there (dim per node), with the kernel's B-spline weights.  Returns the
+ * node count (at most MPM_MAX_STENCIL^dim). */
+int mpm_stencil_y(const MPMGridBox *g, const double *x, const double *F, int *node, double *y);
+
 /* Particle coordinate in grid units along axis a.  The stencil, the owner
  * of a particle and the inside-the-domain test all use this one expression,
  * so they agree to the last bit at cell boundaries. */

@@ -3,7 +3,8 @@
 #include "core.h"
 
 PetscLogEvent MPM_EVENT_P2G, MPM_EVENT_GRID_UPDATE, MPM_EVENT_G2P, MPM_EVENT_CONSTITUTIVE, MPM_EVENT_MIGRATE, MPM_EVENT_GHOST,
-  MPM_EVENT_OUTPUT, MPM_EVENT_SORT, MPM_EVENT_SEED, MPM_EVENT_REDUCE, MPM_EVENT_CHECKPOINT, MPM_EVENT_CATALYST, MPM_EVENT_BALANCE;
+  MPM_EVENT_OUTPUT, MPM_EVENT_SORT, MPM_EVENT_SEED, MPM_EVENT_REDUCE, MPM_EVENT_CHECKPOINT, MPM_EVENT_CATALYST, MPM_EVENT_BALANCE,
+  MPM_EVENT_RESIDUAL, MPM_EVENT_JACOBIAN_MULT, MPM_EVENT_PMAT;
 
 PetscErrorCode MPMLogEventsRegister(void)
 {
@@ -27,5 +28,8 @@ PetscErrorCode MPMLogEventsRegister(void)
   PetscCall(PetscLogEventRegister("MPMCheckpoint", classid, &MPM_EVENT_CHECKPOINT));
   PetscCall(PetscLogEventRegister("MPMBalance", classid, &MPM_EVENT_BALANCE));
   PetscCall(PetscLogEventRegister("MPMCatalyst", classid, &MPM_EVENT_CATALYST));
+  PetscCall(PetscLogEventRegister("MPMResidual", classid, &MPM_EVENT_RESIDUAL));          /* implicit: the residual */
+  PetscCall(PetscLogEventRegister("MPMJacobianMult", classid, &MPM_EVENT_JACOBIAN_MULT)); /* implicit: the matrix-free Jacobian */
+  PetscCall(PetscLogEventRegister("MPMPmatAssembly", classid, &MPM_EVENT_PMAT));          /* implicit: the assembled preconditioner matrix */
   PetscFunctionReturn(PETSC_SUCCESS);
 }

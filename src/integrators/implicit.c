@@ -11,7 +11,10 @@
  * without mass.  PETSc SNES (prefix implicit_) solves R = 0 by Newton with a
  * line search on |R|; the Jacobian is a MatShell whose action is P2G of the
  * stress differential of G2P of the perturbation, and GMRES is
- * preconditioned by its diagonal (PCJACOBI on MATOP_GET_DIAGONAL).
+ * preconditioned by its diagonal (PCJACOBI on MATOP_GET_DIAGONAL), or by a
+ * matrix assembled on the DMDA at every Newton iterate (-implicit_pmat
+ * tangent: the exact Jacobian; elastic: each particle's tangent replaced by
+ * a linear-elastic law), with PETSc's PCs (block Jacobi-ILU by default).
  * The contact set is decided once per step, on the explicit predictor
  * (nodes that touch a wall or object, or would move into one): within the
  * solve the projection is then affine, u = Pi v + c, and Newton converges;
@@ -30,10 +33,14 @@ typedef struct {
   MPMSim               sim;
   MPMSpecies          *sp;
   MPMStressFields      f;
-  MPMGridField        *vel; /* <species>_velocity: the layout of the unknowns (dof dim) */
+  MPMGridField        *vel;  /* <species>_velocity: the layout of the unknowns (dof dim) */
+  MPMGridField        *proj; /* <species>_projector: Pi on owned and ghost nodes (dof dim^2), for the assembled preconditioner */
+  int                  pmat; /* PMAT_*: the preconditioner's matrix */
   DM                   da;  /* the DMDA the solver objects were made on (rebuilt when the slabs move) */
   SNES                 snes;
-  Mat                  J;
+  Mat                  J, P; /* the Jacobian (shell) and the assembled preconditioner matrix (-implicit_pmat elastic, tangent) */
+  MatNullSpace         rigid;  /* near null space of P for PCGAMG: the rigid-body modes of the owned nodes */
+  double              *Ke;     /* one particle's assembled stiffness */
   Vec                  x, r, ug, ul, fl, fg, diag; /* iterate, residual, u owned/ghosted, dt f ghosted/owned, Jacobi diagonal */
   double               dt;
   PetscInt             cap; /* particles the scratch arrays hold */
@@ -43,12 +50,18 @@ typedef struct {
   double              *Pi, *c; /* per owned node: u = Pi v + c, the collision projection with the step's contact set */
 } ImplicitSpecies;
 
+/* The matrix PETSc's preconditioner is built from (-implicit_pmat). */
+enum { PMAT_DIAGONAL, PMAT_ELASTIC, PMAT_TANGENT };
+static const char *const PmatNames[] = {"diagonal", "elastic", "tangent"};
+
 typedef struct {
   MPMHeldPIC      held; /* the static-friction fix in G2P, as explicit */
   double          cfl_elastic, flip_blend; /* read and not used (the explicit integrator's) */
   PetscInt        max_halvings;
+  PetscInt        pmat;
   PetscInt        halvings; /* consecutive failed attempts of the current step */
   double          dt_cap;   /* after a halving the step grows back from here, x2 per step */
+  double          dt_ref;   /* the step before the first halving of a run of capped steps: dt may not fall below dt_ref / 2^max_halvings */
   MPMStepStats    st;
   ImplicitSpecies s[8];
 } Implicit;
@@ -242,6 +255,7 @@ static PetscErrorCode FormFunction(SNES snes, Vec X, Vec R, void *ctx)
   double           nbad;
 
   PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_RESIDUAL, 0, 0, 0, 0));
   PetscCall(Project(is, X));
   PetscCall(Force(is, &bad));
   nbad = bad ? 1.0 : 0.0;
@@ -249,9 +263,8 @@ static PetscErrorCode FormFunction(SNES snes, Vec X, Vec R, void *ctx)
   if (nbad > 0) {
     PetscCall(SNESSetFunctionDomainError(snes));
     PetscCall(VecSetInf(R));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
-  PetscCall(Rows(is, X, PETSC_TRUE, R));
+  } else PetscCall(Rows(is, X, PETSC_TRUE, R));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_RESIDUAL, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -302,6 +315,139 @@ static PetscErrorCode Diagonal(ImplicitSpecies *is)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* One particle's stiffness blocks between the nn nodes of its stencil,
+ * row-major (nn d) x (nn d) into Ke, projected by the nodes' Pi:
+ *   Pi_a K_ab Pi_b,  K_ab = dt^2 V0 sum_kl C_ikjl ya_k yb_l,  y = F^T grad w,
+ * with C the exact tangent of the particle's linearization (tangent), or the
+ * linear-elastic law of the moduli it behaves like (elastic: mpm_iso_moduli,
+ * the bulk part only on the cone, nothing at the tip).  Returns 0 when the
+ * particle adds nothing (elastic at the tip). */
+static int ParticleBlocks(const ImplicitSpecies *is, PetscInt q, double V, const PetscScalar *pil, int nn, const int *at, const double *y, double *Ke)
+{
+  const int d = (int)is->sim->dim, nb = d * d;
+  double    mu = 0, la = 0, C[81];
+
+  if (is->pmat == PMAT_TANGENT) mpm_iso_tangent(&is->lin[q], C);
+  else {
+    mpm_iso_moduli(&is->lin[q], &mu, &la);
+    if (mu == 0 && la == 0) return 0;
+  }
+  for (int a = 0; a < nn; a++)
+    for (int b = 0; b < nn; b++) {
+      double K[9], T[9];
+      if (is->pmat == PMAT_TANGENT) mpm_tangent_block(d, V, C, y + a * d, y + b * d, K);
+      else mpm_elastic_block(d, V, mu, la, y + a * d, y + b * d, K);
+      mpm_matmul(d, pil + (size_t)at[a] * nb, K, T);
+      mpm_matmul(d, T, pil + (size_t)at[b] * nb, K);
+      for (int i = 0; i < d; i++)
+        for (int j = 0; j < d; j++) Ke[(a * d + i) * nn * d + b * d + j] = K[i * d + j];
+    }
+  return 1;
+}
+
+/* The assembled preconditioner matrix into A: the particles' stiffness
+ * blocks (ParticleBlocks) plus, per owned node, m_i Pi_i Pi_i + m_i (I - Pi_i)
+ * (I without mass), the rows of (D7) with K assembled.  pattern: zeros on
+ * every particle's stencil, for the MATPREALLOCATOR pass (the nonzero
+ * pattern of a step must not depend on the values). */
+static PetscErrorCode InsertPmat(ImplicitSpecies *is, Mat A, PetscBool pattern)
+{
+  MPMParticles      *p = &is->sp->p;
+  const int          d = (int)p->dim, n = (int)p->n, dof = (int)is->sp->grid->dof, nb = d * d;
+  const double      *X = MPMFieldReal(p, p->f_x), *V0 = MPMFieldReal(p, p->f_V0), *Fe = MPMFieldReal(p, is->f.f_Fe), dt2 = is->dt * is->dt;
+  const PetscScalar *pil, *mv;
+  PetscInt           node[MPM_MAX_STENCIL * MPM_MAX_STENCIL * MPM_MAX_STENCIL], r0;
+  int                at[MPM_MAX_STENCIL * MPM_MAX_STENCIL * MPM_MAX_STENCIL];
+  double             y[3 * MPM_MAX_STENCIL * MPM_MAX_STENCIL * MPM_MAX_STENCIL];
+
+  PetscFunctionBeginUser;
+  PetscCall(VecGetArrayRead(is->proj->local, &pil));
+  for (PetscInt q = 0; q < n; q++) {
+    const int nn = mpm_stencil_y(&is->vel->box, X + q * d, Fe + q * d * d, at, y);
+    if (pattern) PetscCall(PetscArrayzero(is->Ke, nn * d * nn * d));
+    else if (!ParticleBlocks(is, q, dt2 * V0[q], pil, nn, at, y, is->Ke)) continue;
+    for (int a = 0; a < nn; a++) node[a] = at[a];
+    PetscCall(MatSetValuesBlockedLocal(A, nn, node, nn, node, is->Ke, ADD_VALUES));
+  }
+  PetscCall(VecRestoreArrayRead(is->proj->local, &pil));
+  PetscCall(VecGetOwnershipRange(is->x, &r0, NULL));
+  PetscCall(VecGetArrayRead(is->sp->grid->global, &mv));
+  for (PetscInt nd = 0; nd < is->nown; nd++) {
+    const double  m  = mv[nd * dof];
+    const double *Pi = is->Pi + nd * nb;
+    double        B[9], PP[9];
+    PetscInt      row = r0 / d + nd;
+    mpm_matmul(d, Pi, Pi, PP);
+    for (int i = 0; i < d; i++)
+      for (int j = 0; j < d; j++) B[i * d + j] = m > 0 ? m * (PP[i * d + j] + (i == j) - Pi[i * d + j]) : (double)(i == j);
+    PetscCall(MatSetValuesBlocked(A, 1, &row, 1, &row, B, ADD_VALUES));
+  }
+  PetscCall(VecRestoreArrayRead(is->sp->grid->global, &mv));
+  PetscCall(MatAssemblyBegin(A, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(A, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* A new preconditioner matrix of the velocity field's layout, of type
+ * `type`, block size dim, addressed by the ghosted node numbers. */
+static PetscErrorCode PmatCreate(ImplicitSpecies *is, MatType type, Mat *A)
+{
+  ISLocalToGlobalMapping map;
+  PetscInt               nl;
+
+  PetscFunctionBeginUser;
+  PetscCall(DMGetLocalToGlobalMapping(is->vel->da, &map));
+  PetscCall(VecGetLocalSize(is->x, &nl));
+  PetscCall(MatCreate(is->sim->comm, A));
+  PetscCall(MatSetSizes(*A, nl, nl, PETSC_DETERMINE, PETSC_DETERMINE));
+  PetscCall(MatSetType(*A, type));
+  PetscCall(MatSetBlockSize(*A, is->sim->dim));
+  PetscCall(MatSetLocalToGlobalMapping(*A, map, map));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Once per step, after Predict: the preconditioner matrix with the step's
+ * nonzero pattern (it follows the particles, which stay put during the
+ * solve) and the projectors Pi gathered to the ghost nodes; FormJacobian
+ * fills in the values at every Newton iterate. */
+static PetscErrorCode PmatPrepare(ImplicitSpecies *is)
+{
+  const PetscInt d = is->sim->dim;
+  PetscScalar   *pi;
+  Mat            pre, A;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_PMAT, 0, 0, 0, 0));
+  PetscCall(VecGetArray(is->proj->global, &pi));
+  PetscCall(PetscArraycpy(pi, is->Pi, is->nown * d * d));
+  PetscCall(VecRestoreArray(is->proj->global, &pi));
+  PetscCall(MPMGhostGather(is->proj));
+  PetscCall(PmatCreate(is, MATPREALLOCATOR, &pre));
+  PetscCall(MatSetUp(pre));
+  PetscCall(InsertPmat(is, pre, PETSC_TRUE));
+  PetscCall(PmatCreate(is, MATAIJ, &A));
+  PetscCall(MatPreallocatorPreallocate(pre, PETSC_TRUE, A));
+  PetscCall(MatDestroy(&pre));
+  PetscCall(MatSetOption(A, MAT_NEW_NONZERO_ALLOCATION_ERR, PETSC_TRUE));
+  PetscCall(MatSetNearNullSpace(A, is->rigid));
+  PetscCall(MatDestroy(&is->P));
+  is->P = A;
+  PetscCall(SNESSetJacobian(is->snes, NULL, is->P, NULL, NULL)); /* the operator stays (the shell, or -implicit_snes_mf_operator's) */
+  PetscCall(PetscLogEventEnd(MPM_EVENT_PMAT, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The values of the preconditioner matrix at the current linearizations. */
+static PetscErrorCode PmatFill(ImplicitSpecies *is, Mat P)
+{
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_PMAT, 0, 0, 0, 0));
+  PetscCall(MatZeroEntries(P));
+  PetscCall(InsertPmat(is, P, PETSC_FALSE));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_PMAT, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode FormJacobian(SNES snes, Vec X, Mat J, Mat Pmat, void *ctx)
 {
   ImplicitSpecies *is = (ImplicitSpecies *)ctx;
@@ -310,11 +456,13 @@ static PetscErrorCode FormJacobian(SNES snes, Vec X, Mat J, Mat Pmat, void *ctx)
   PetscFunctionBeginUser;
   PetscCall(Project(is, X));
   PetscCall(TrialStresses(is, &bad)); /* the linearizations at X (X passed the residual's domain check); the force is not needed */
-  PetscCall(Diagonal(is));
-  /* a new state, or PCJACOBI keeps the previous diagonal */
-  PetscCall(MatAssemblyBegin(Pmat, MAT_FINAL_ASSEMBLY));
-  PetscCall(MatAssemblyEnd(Pmat, MAT_FINAL_ASSEMBLY));
-  if (J != Pmat) { /* -implicit_snes_mf_operator: J is PETSc's finite-difference operator */
+  if (is->pmat == PMAT_DIAGONAL) {
+    PetscCall(Diagonal(is));
+    /* a new state, or PCJACOBI keeps the previous diagonal */
+    PetscCall(MatAssemblyBegin(Pmat, MAT_FINAL_ASSEMBLY));
+    PetscCall(MatAssemblyEnd(Pmat, MAT_FINAL_ASSEMBLY));
+  } else PetscCall(PmatFill(is, Pmat));
+  if (J != is->J) { /* -implicit_snes_mf_operator: J is PETSc's finite-difference operator */
     PetscCall(MatAssemblyBegin(J, MAT_FINAL_ASSEMBLY));
     PetscCall(MatAssemblyEnd(J, MAT_FINAL_ASSEMBLY));
   }
@@ -333,6 +481,7 @@ static PetscErrorCode JacobianMult(Mat J, Vec X, Vec Y)
 
   PetscFunctionBeginUser;
   PetscCall(MatShellGetContext(J, &is));
+  PetscCall(PetscLogEventBegin(MPM_EVENT_JACOBIAN_MULT, 0, 0, 0, 0));
   p   = &is->sp->p;
   d   = (int)p->dim;
   n   = (int)p->n;
@@ -357,6 +506,7 @@ static PetscErrorCode JacobianMult(Mat J, Vec X, Vec Y)
   }
   PetscCall(Divergence(is));
   PetscCall(Rows(is, X, PETSC_FALSE, Y));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_JACOBIAN_MULT, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -376,6 +526,8 @@ static PetscErrorCode SolverDestroy(ImplicitSpecies *is)
   PetscFunctionBeginUser;
   PetscCall(SNESDestroy(&is->snes));
   PetscCall(MatDestroy(&is->J));
+  PetscCall(MatDestroy(&is->P));
+  PetscCall(MatNullSpaceDestroy(&is->rigid));
   PetscCall(VecDestroy(&is->x));
   PetscCall(VecDestroy(&is->r));
   PetscCall(VecDestroy(&is->ug));
@@ -400,6 +552,56 @@ static PetscErrorCode MarkLazyOptions(const char *prefix)
 
   PetscFunctionBeginUser;
   for (size_t i = 0; i < sizeof(lazy) / sizeof(lazy[0]); i++) PetscCall(PetscOptionsHasName(NULL, prefix, lazy[i], &flg));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Krylov methods for nonsymmetric systems only (the cone's return map makes
+ * the Jacobian nonsymmetric); the matrix-free Jacobian gives PETSc its
+ * diagonal and nothing else, so -implicit_pmat diagonal allows only the
+ * preconditioners that need no more. */
+static PetscErrorCode CheckSolverTypes(ImplicitSpecies *is, const char *prefix)
+{
+  static const char *const ksps[] = {KSPGMRES, KSPFGMRES, KSPLGMRES, KSPDGMRES, KSPPGMRES, KSPBCGS, KSPIBCGS, KSPFBCGS, KSPBCGSL, KSPGCR, KSPTFQMR, KSPRICHARDSON};
+  static const char *const pcs[]  = {PCJACOBI, PCNONE};
+  KSP                      ksp;
+  PC                       pc;
+  KSPType                  kt;
+  PCType                   pt;
+  PetscBool                ok = PETSC_FALSE, match;
+
+  PetscFunctionBeginUser;
+  PetscCall(SNESGetKSP(is->snes, &ksp));
+  PetscCall(KSPGetType(ksp, &kt));
+  for (size_t i = 0; i < sizeof(ksps) / sizeof(ksps[0]) && !ok; i++) PetscCall(PetscStrcmp(kt, ksps[i], &ok));
+  PetscCheck(ok, is->sim->comm, PETSC_ERR_USER_INPUT,
+             "-%sksp_type %s: the Newton systems of -integrator implicit are not symmetric; allowed: gmres, fgmres, lgmres, dgmres, pgmres, bcgs, ibcgs, fbcgs, bcgsl, gcr, tfqmr, richardson",
+             prefix, kt);
+  if (is->pmat != PMAT_DIAGONAL) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(KSPGetPC(ksp, &pc));
+  PetscCall(PCGetType(pc, &pt));
+  for (size_t i = 0; i < sizeof(pcs) / sizeof(pcs[0]) && pt; i++) {
+    PetscCall(PetscStrcmp(pt, pcs[i], &match));
+    if (match) PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  SETERRQ(is->sim->comm, PETSC_ERR_USER_INPUT, "-%spc_type %s needs an assembled matrix: with -implicit_pmat diagonal allowed: jacobi, none (or assemble one with -implicit_pmat tangent or elastic)", prefix, pt ? pt : "(none)");
+}
+
+/* The rigid-body modes of the owned nodes' positions: the near null space
+ * PCGAMG builds its coarse spaces from. */
+static PetscErrorCode RigidBodyModes(ImplicitSpecies *is)
+{
+  const PetscInt d = is->sim->dim;
+  Vec            xy;
+  PetscScalar   *c;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecDuplicate(is->x, &xy));
+  PetscCall(VecSetBlockSize(xy, d));
+  PetscCall(VecGetArray(xy, &c));
+  for (PetscInt n = 0; n < is->nown; n++) OwnedNodeX(&is->sim->layout, n, c + n * d);
+  PetscCall(VecRestoreArray(xy, &c));
+  PetscCall(MatNullSpaceCreateRigidBody(xy, &is->rigid));
+  PetscCall(VecDestroy(&xy));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -439,9 +641,12 @@ static PetscErrorCode SolverSetUp(ImplicitSpecies *is, const char *prefix)
   PetscCall(KSPSetType(ksp, KSPGMRES));
   PetscCall(KSPSetTolerances(ksp, 1e-4, PETSC_DEFAULT, PETSC_DEFAULT, 30));
   PetscCall(KSPGetPC(ksp, &pc));
-  PetscCall(PCSetType(pc, PCJACOBI));
+  /* the assembled matrix: block Jacobi with ILU(0) on each rank (PETSc's own default for AIJ, which it cannot pick here: at set-up the operator is still the shell) */
+  PetscCall(PCSetType(pc, is->pmat == PMAT_DIAGONAL ? PCJACOBI : PCBJACOBI));
   PetscCall(SNESSetFromOptions(is->snes));
   PetscCall(MarkLazyOptions(prefix));
+  PetscCall(CheckSolverTypes(is, prefix));
+  if (is->pmat != PMAT_DIAGONAL) PetscCall(RigidBodyModes(is));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -456,6 +661,7 @@ static PetscErrorCode ImplicitOptions(MPMIntegrator integ, MPMSim sim)
   PetscCall(PetscNew(&im));
   integ->data      = im;
   im->max_halvings = 6;
+  im->pmat         = PMAT_DIAGONAL;
   im->dt_cap       = PETSC_INFINITY;
   PetscOptionsBegin(sim->comm, NULL, "Implicit integrator (Klar et al. 2016 s. 5.6; solver options -implicit_snes_*, -implicit_ksp_*, -implicit_pc_*)", NULL);
   PetscCall(MPMHeldPICOptions(PetscOptionsObject, &im->held));
@@ -464,6 +670,9 @@ static PetscErrorCode ImplicitOptions(MPMIntegrator integ, MPMSim sim)
   PetscCall(MPMOptionsReal("-flip_blend", "Explicit integrator only (the implicit one transfers with APIC): accepted so that one deck runs with either integrator", NULL, im->flip_blend,
                            &im->flip_blend, NULL));
   PetscCall(PetscOptionsString("-transfer", "Particle-grid transfer: the implicit integrator has apic only", NULL, transfer, transfer, sizeof(transfer), NULL));
+  PetscCall(MPMOptionsEList("-implicit_pmat",
+                            "The matrix the Newton systems are preconditioned with: diagonal (the Jacobian's exact diagonal, matrix-free; PCJACOBI), tangent (the exact Jacobian assembled at every Newton iterate; PETSc's default PC, or -implicit_pc_type gamg, lu, ...), elastic (the same with each particle's linear-elastic moduli in place of its tangent: symmetric)",
+                            NULL, PmatNames, 3, PmatNames[im->pmat], &im->pmat, NULL));
   PetscCall(PetscOptionsInt("-implicit_max_halvings", "Halve dt at most this many times in a row when Newton fails, then stop with an error", NULL, im->max_halvings, &im->max_halvings, NULL));
   PetscOptionsEnd();
   PetscCall(PetscStrcmp(transfer, "apic", &apic));
@@ -499,6 +708,13 @@ static PetscErrorCode ImplicitSetUp(MPMIntegrator integ, MPMSim sim)
     PetscCall(MPMGridFieldCreate(sim, name, 1 + sim->dim, PETSC_FALSE, &sp->grid)); /* m and m v^n, then the held flag and v^{n+1} for G2P */
     PetscCall(PetscSNPrintf(name, sizeof(name), "%s_velocity", sp->name));
     PetscCall(MPMGridFieldCreate(sim, name, sim->dim, PETSC_FALSE, &is->vel));
+    is->pmat = (int)im->pmat;
+    if (is->pmat != PMAT_DIAGONAL) {
+      const size_t nk = MPM_MAX_STENCIL * MPM_MAX_STENCIL * MPM_MAX_STENCIL * 3;
+      PetscCall(PetscSNPrintf(name, sizeof(name), "%s_projector", sp->name));
+      PetscCall(MPMGridFieldCreate(sim, name, sim->dim * sim->dim, PETSC_FALSE, &is->proj));
+      PetscCall(PetscMalloc1(nk * nk, &is->Ke));
+    }
     PetscCall(SolverSetUp(is, integ->prefix)); /* reads the -implicit_* options now, before the unused-option check */
   }
   im->st.n = NSTAT;
@@ -639,6 +855,7 @@ static PetscErrorCode ImplicitStep(MPMIntegrator integ, MPMSim sim, double dt, d
     PetscInt         n, k;
     PetscCall(SolverSetUp(is, integ->prefix));
     PetscCall(Predict(is, dt));
+    if (is->pmat != PMAT_DIAGONAL) PetscCall(PmatPrepare(is));
     PetscCall(SNESSolve(is->snes, NULL, is->x));
     PetscCall(SNESGetConvergedReason(is->snes, &reason));
     PetscCall(SNESGetIterationNumber(is->snes, &n));
@@ -653,9 +870,11 @@ static PetscErrorCode ImplicitStep(MPMIntegrator integ, MPMSim sim, double dt, d
   if (reason < 0) {
     im->halvings++;
     im->st.total[STAT_HALVINGS] += 1;
-    PetscCheck(im->halvings <= im->max_halvings, sim->comm, PETSC_ERR_NOT_CONVERGED,
-               "Implicit Newton solve failed at t = %g s (step %" PetscInt_FMT ", dt = %g s, %" PetscInt_FMT " halvings, SNES: %s): lower -dt_max or -cfl, or raise -implicit_snes_max_it, -implicit_ksp_max_it or -implicit_max_halvings",
-               sim->t, sim->step + 1, dt, im->halvings - 1, SNESConvergedReasons[reason]);
+    /* a step that fails first at full size (not capped by earlier failures) starts a new run; dt is the same on every rank */
+    if (im->halvings == 1 && (!(im->dt_cap < PETSC_INFINITY) || im->dt_cap >= im->dt_ref)) im->dt_ref = dt;
+    PetscCheck(im->halvings <= im->max_halvings && 0.5 * dt >= ldexp(im->dt_ref, -(int)im->max_halvings), sim->comm, PETSC_ERR_NOT_CONVERGED,
+               "Implicit Newton solve failed at t = %g s (step %" PetscInt_FMT ", dt = %g s, %" PetscInt_FMT " halvings in a row, dt down from %g s; SNES: %s): lower -dt_max or -cfl, or raise -implicit_snes_max_it, -implicit_ksp_max_it or -implicit_max_halvings",
+               sim->t, sim->step + 1, dt, im->halvings - 1, im->dt_ref, SNESConvergedReasons[reason]);
     PetscCall(PetscPrintf(sim->comm, "step %" PetscInt_FMT ": implicit solve failed (%s), retrying with dt = %g s\n", sim->step + 1, SNESConvergedReasons[reason], 0.5 * dt));
     integ->rejected = PETSC_TRUE;
     PetscFunctionReturn(PETSC_SUCCESS);
@@ -691,8 +910,9 @@ static PetscErrorCode ImplicitGetState(MPMIntegrator integ, PetscInt *n, double 
 
   PetscFunctionBeginUser;
   for (int k = 0; k < NSTAT; k++) state[k] = im->st.total[k];
-  state[NSTAT] = im->dt_cap < PETSC_INFINITY ? im->dt_cap : -1.0;
-  *n           = NSTAT + 1;
+  state[NSTAT]     = im->dt_cap < PETSC_INFINITY ? im->dt_cap : -1.0;
+  state[NSTAT + 1] = im->dt_ref;
+  *n               = NSTAT + 2;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -701,9 +921,10 @@ static PetscErrorCode ImplicitSetState(MPMIntegrator integ, PetscInt n, const do
   Implicit *im = (Implicit *)integ->data;
 
   PetscFunctionBeginUser;
-  PetscCheck(n == NSTAT + 1, PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "the checkpoint's implicit integrator state has %" PetscInt_FMT " values, expected %d", n, NSTAT + 1);
+  PetscCheck(n == NSTAT + 1 || n == NSTAT + 2, PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "the checkpoint's implicit integrator state has %" PetscInt_FMT " values, expected %d", n, NSTAT + 2);
   for (int k = 0; k < NSTAT; k++) im->st.total[k] = state[k];
   im->dt_cap = state[NSTAT] > 0 ? state[NSTAT] : PETSC_INFINITY;
+  im->dt_ref = n > NSTAT + 1 ? state[NSTAT + 1] : 0.0; /* checkpoints before dt_ref: no floor until the next failure */
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -734,6 +955,7 @@ static PetscErrorCode ImplicitDestroy(MPMIntegrator integ)
     PetscCall(SolverDestroy(&im->s[s]));
     PetscCall(PetscFree(im->s[s].lin));
     PetscCall(PetscFree(im->s[s].A));
+    PetscCall(PetscFree(im->s[s].Ke));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

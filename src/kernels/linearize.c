@@ -166,3 +166,63 @@ void mpm_iso_dpiola(const MPMIsoLinearization *lin, const double *dF, double *dP
       dP[i * d + j] = t;
     }
 }
+
+/* Isotropic moduli of the linearization for the assembled preconditioner:
+ * near s = 1 an isotropic law has dg_k/ds_l = 2 mu delta_kl + lambda, so
+ * lambda is the mean off-diagonal and 2 mu the mean diagonal minus lambda.
+ * On the cone the plastic flow softens them (the shear more than the bulk),
+ * at the tip (no cohesion) both vanish: a symmetric stand-in for the
+ * particle's tangent.
+ * Clamped to a positive semidefinite law (mu >= 0, lambda + 2 mu / d >= 0). */
+void mpm_iso_moduli(const MPMIsoLinearization *lin, double *mu, double *lambda)
+{
+  const int d  = lin->dim;
+  double    od = 0, di = 0;
+  for (int k = 0; k < d; k++)
+    for (int l = 0; l < d; l++) {
+      if (k == l) di += lin->dg[k * d + l];
+      else od += lin->dg[k * d + l];
+    }
+  double la = od / (d * (d - 1)), m = 0.5 * (di / d - la);
+  if (!(m > 0)) m = 0;
+  if (!(la + 2.0 * m / d > 0)) la = -2.0 * m / d;
+  *mu     = m;
+  *lambda = la;
+}
+
+/* K[i][j] = V (lambda ya_i yb_j + mu (delta_ij ya.yb + ya_j yb_i)): the
+ * linear-elastic stiffness between two nodes with y = F^T grad w. */
+void mpm_elastic_block(int d, double V, double mu, double lambda, const double *ya, const double *yb, double *K)
+{
+  double dot = 0;
+  for (int c = 0; c < d; c++) dot += ya[c] * yb[c];
+  for (int i = 0; i < d; i++)
+    for (int j = 0; j < d; j++) K[i * d + j] = V * (lambda * ya[i] * yb[j] + mu * ((i == j) * dot + ya[j] * yb[i]));
+}
+
+/* The tangent C[(i d + k) d^2 + j d + l] = dP_ik / dF_jl of a linearization
+ * (d^2 directional derivatives) and its block between two nodes,
+ * K_ij = V sum_kl C_ikjl ya_k yb_l: the exact stiffness of the Jacobian. */
+void mpm_iso_tangent(const MPMIsoLinearization *lin, double *C)
+{
+  const int d = lin->dim;
+  for (int j = 0; j < d; j++)
+    for (int l = 0; l < d; l++) {
+      double E[9] = {0}, dP[9];
+      E[j * d + l] = 1;
+      mpm_iso_dpiola(lin, E, dP);
+      for (int i = 0; i < d; i++)
+        for (int k = 0; k < d; k++) C[(i * d + k) * d * d + j * d + l] = dP[i * d + k];
+    }
+}
+
+void mpm_tangent_block(int d, double V, const double *C, const double *ya, const double *yb, double *K)
+{
+  for (int i = 0; i < d; i++)
+    for (int j = 0; j < d; j++) {
+      double t = 0;
+      for (int k = 0; k < d; k++)
+        for (int l = 0; l < d; l++) t += C[(i * d + k) * d * d + j * d + l] * ya[k] * yb[l];
+      K[i * d + j] = V * t;
+    }
+}

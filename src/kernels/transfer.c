@@ -420,6 +420,23 @@ void mpm_p2g_diagonal(const MPMGridBox *g, int n, const double *X, const double 
   }
 }
 
+int mpm_stencil_y(const MPMGridBox *g, const double *x, const double *F, int *node, double *y)
+{
+  const int   d = g->dim;
+  StencilGrad sg;
+  stencil_grad(g, x, &sg);
+  for (int k = 0; k < sg.n; k++) sg.at[k] /= g->dof;
+  for (int k = 0; k < sg.n; k++) {
+    node[k] = (int)sg.at[k];
+    for (int c = 0; c < d; c++) {
+      double t = 0;
+      for (int b = 0; b < d; b++) t += F[b * d + c] * sg.gw[k][b];
+      y[k * d + c] = t;
+    }
+  }
+  return sg.n;
+}
+
 /* ------------------------------------------------------------------------ */
 /* The dispatch: (dim, order, FLIP split) become compile-time constants.     */
 /* ------------------------------------------------------------------------ */
