@@ -218,8 +218,8 @@ void mpm_neohookean_trial_piola(int dim, double mu, double lambda, const double 
 void mpm_iso_dpiola(const MPMIsoLinearization *lin, const double *dF, double *dP);
 
 /* For the assembled preconditioner of the implicit integrator: the
- * isotropic moduli (mu, lambda) a linearization behaves like (the bulk part
- * only on the Drucker-Prager cone, nothing at its tip), and the linear-
+ * isotropic moduli (mu, lambda) a linearization behaves like (softened on
+ * the Drucker-Prager cone, zero at its tip without cohesion), and the linear-
  * elastic d x d stiffness block of volume V between two nodes,
  * K_ij = V (lambda ya_i yb_j + mu (delta_ij ya.yb + ya_j yb_i)), y = F^T grad w. */
 void mpm_iso_moduli(const MPMIsoLinearization *lin, double *mu, double *lambda);
