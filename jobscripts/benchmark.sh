@@ -22,7 +22,21 @@
 #
 # Timings need an otherwise idle machine: one rank per core, nothing else
 # running (check with `uptime`).
+#
+# `bash jobscripts/benchmark.sh implicit` is the implicit benchmark instead:
+# inputs/bench_implicit_3d.yaml (stiff sand, E = 35 MPa, 311,040 particles)
+# run with -integrator explicit and -integrator implicit to the same
+# simulated time on each rank count; it prints the steps, mean dt, Newton
+# iterations per step, GMRES iterations per Newton iteration, wall time and
+# the ratios implicit/explicit.  Knobs: MPM_BENCH_TIME (simulated seconds,
+# default 0.01), MPM_BENCH_DT_RATIO (the implicit dt over the explicit
+# run's mean dt, default 20), MPM_BENCH_DX (another resolution, e.g.
+# 0.016 for 38,880 particles, 0.012 for 92,160), MPM_BENCH_RANKS, MPM_BENCH_OPTIONS (added to
+# the implicit runs, e.g. "-implicit_pmat tangent"), MPM_BUILD_DIR,
+# MPM_BENCH_OUT.
 set -euo pipefail
+mode=${1:-explicit}
+case "$mode" in explicit | implicit) ;; *) echo "usage: bash jobscripts/benchmark.sh [explicit|implicit]" >&2; exit 2 ;; esac
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${MPM_BUILD_DIR:-$root/build}
@@ -45,6 +59,46 @@ fi
 # Open MPI refuses to run as root without these.
 if [ "$(id -u)" = 0 ]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+
+if [ "$mode" = implicit ]; then
+  simtime=${MPM_BENCH_TIME:-0.01}
+  ratio=${MPM_BENCH_DT_RATIO:-20}
+  deck=(-options_file_yaml "$root/inputs/bench_implicit_3d.yaml" -t_end "$simtime" -output_dt "$simtime")
+  [ -n "${MPM_BENCH_DX:-}" ] && deck+=(-dx "$MPM_BENCH_DX")
+  echo "implicit benchmark: $exe, inputs/bench_implicit_3d.yaml to t = $simtime s, ranks: ${ranks[*]}, dx: ${MPM_BENCH_DX:-deck}, implicit options: ${options[*]:-none}"
+  for n in "${ranks[@]}"; do
+    for integ in explicit implicit; do
+      dir=$out/$integ$n
+      rm -rf "$dir"
+      extra=()
+      if [ "$integ" = implicit ]; then # dt = ratio x the explicit run's mean step (its stable step, less the landings on output times)
+        dt=$("$python" -c 'import json, sys; s = json.load(open(sys.argv[1])); print("%.6g" % (float(sys.argv[2]) * s["simulated_time"] / s["steps"]))' "$out/explicit$n/summary.json" "$ratio")
+        extra=(-dt_max "$dt" ${options[@]+"${options[@]}"})
+      fi
+      mpiexec -n "$n" "$exe" "${deck[@]}" -integrator "$integ" -output_dir "$dir" ${extra[@]+"${extra[@]}"} >"$out/$integ$n.log" 2>&1 ||
+        { echo "benchmark: the $n-rank $integ run failed:" >&2; tail -20 "$out/$integ$n.log" >&2; exit 1; }
+    done
+  done
+  "$python" - "$out" "${ranks[@]}" <<'EOF'
+import json, os, sys
+
+out, ranks = sys.argv[1], [int(r) for r in sys.argv[2:]]
+print("%6s %9s %10s %7s %10s %10s %11s %10s" % ("ranks", "method", "particles", "steps", "dt [s]", "Newton/st", "GMRES/Newt", "wall [s]"))
+for n in ranks:
+    s = {}
+    for integ in ("explicit", "implicit"):
+        with open(os.path.join(out, "%s%d" % (integ, n), "summary.json")) as f:
+            s[integ] = json.load(f)
+        r = s[integ]
+        newton, ksp = r.get("integrator_newton_its", 0), r.get("integrator_ksp_its", 0)
+        print("%6d %9s %10d %7d %10.3g %10s %11s %10.2f" % (n, integ, r["particles"], r["steps"], r["dt_max"],
+              "%.2f" % (newton / r["steps"]) if newton else "-", "%.1f" % (ksp / newton) if newton else "-", r["wall_seconds_stepping"]))
+    e, i = s["explicit"], s["implicit"]
+    print("   %d rank(s): dt implicit/explicit %.1fx, wall time implicit/explicit %.2fx, dt halvings %d" % (
+        n, i["dt_max"] / e["dt_max"], i["wall_seconds_stepping"] / e["wall_seconds_stepping"], i.get("integrator_dt_halvings", 0)))
+EOF
+  exit 0
 fi
 
 echo "benchmark: $exe, inputs/bench_3d.yaml, $steps steps, ranks: ${ranks[*]}, options: ${options[*]:-none}"
