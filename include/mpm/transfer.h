@@ -55,6 +55,13 @@ double mpm_g2p(const MPMGridBox *g, const double *grid, double dt, double flip, 
  *               the stiffness dt^2 V0 dP/dF contracted on both sides. */
 void mpm_grid_gradient(const MPMGridBox *g, int n, const double *X, const double *grid, int off, double *G);
 void mpm_p2g_divergence(const MPMGridBox *g, int n, const double *X, const double *A, double *grid, int off);
+/* The two above fused, one particle at a time (the stencil is evaluated
+ * once): G_p = sum_i in_i grad w_ip^T, A_p = op(p, G_p), out_i += sum_p A_p
+ * grad w_ip, on grids of dim values per node (offset 0).  The same sums in
+ * the same order as mpm_grid_gradient, op over all particles, then
+ * mpm_p2g_divergence: bit for bit.  For the implicit Jacobian's action. */
+typedef void (*MPMPointOp)(int p, const double *G, double *A, void *ctx);
+void mpm_gradient_divergence(const MPMGridBox *g, int n, const double *X, const double *in, MPMPointOp op, void *ctx, double *out);
 void mpm_p2g_diagonal(const MPMGridBox *g, int n, const double *X, const double *F, const double *D, double *grid, int off);
 
 /* For the implicit integrator's assembled preconditioner: the nodes particle

@@ -470,41 +470,48 @@ static PetscErrorCode FormJacobian(SNES snes, Vec X, Mat J, Mat Pmat, void *ctx)
 }
 
 /* y = J x: dU = Pi x, K dU = P2G of dt V0 dP(dt grad dU F) F^T, y = Pi (m dU + K dU) + m (x - dU). */
+/* The Jacobian's pointwise part for particle q: from G = grad du,
+ * dFhat = dt G F, A = -dt V0 dP(dFhat) F^T (then d(dt f) = -K du). */
+static void JacobianPoint(int q, const double *G, double *A, void *ctx)
+{
+  const ImplicitSpecies *is = (const ImplicitSpecies *)ctx;
+  const MPMParticles    *p  = &is->sp->p;
+  const int              d  = (int)p->dim;
+  const double          *F = MPMFieldReal(p, is->f.f_Fe) + q * d * d, V0 = MPMFieldReal(p, p->f_V0)[q];
+  double                 dF[9] = {0}, dP[9];
+  mpm_matmul(d, G, F, dF);
+  for (int c = 0; c < d * d; c++) dF[c] *= is->dt;
+  mpm_iso_dpiola(&is->lin[q], dF, dP);
+  StressTimesFT(d, -is->dt * V0, dP, F, A);
+}
+
 static PetscErrorCode JacobianMult(Mat J, Vec X, Vec Y)
 {
   ImplicitSpecies   *is;
   MPMParticles      *p;
-  int                d, n;
-  const double      *Xp, *V0, *Fe;
+  int                d;
   const PetscScalar *x, *ul;
-  PetscScalar       *u;
+  PetscScalar       *u, *fl;
 
   PetscFunctionBeginUser;
   PetscCall(MatShellGetContext(J, &is));
   PetscCall(PetscLogEventBegin(MPM_EVENT_JACOBIAN_MULT, 0, 0, 0, 0));
-  p   = &is->sp->p;
-  d   = (int)p->dim;
-  n   = (int)p->n;
-  Xp  = MPMFieldReal(p, p->f_x);
-  V0  = MPMFieldReal(p, p->f_V0);
-  Fe  = MPMFieldReal(p, is->f.f_Fe);
+  p = &is->sp->p;
+  d = (int)p->dim;
   PetscCall(VecGetArrayRead(X, &x));
   PetscCall(VecGetArray(is->ug, &u));
   for (PetscInt nd = 0; nd < is->nown; nd++) MatVec(d, is->Pi + nd * d * d, x + nd * d, u + nd * d);
   PetscCall(VecRestoreArray(is->ug, &u));
   PetscCall(VecRestoreArrayRead(X, &x));
   PetscCall(MPMGhostGatherVec(is->vel, is->ug, is->ul));
+  /* G2P of grad du, the linearized stress, P2G of its divergence: one pass */
+  PetscCall(VecZeroEntries(is->fl));
   PetscCall(VecGetArrayRead(is->ul, &ul));
-  mpm_grid_gradient(&is->vel->box, n, Xp, ul, 0, is->A);
+  PetscCall(VecGetArray(is->fl, &fl));
+  mpm_gradient_divergence(&is->vel->box, (int)p->n, MPMFieldReal(p, p->f_x), ul, JacobianPoint, is, fl);
+  PetscCall(VecRestoreArray(is->fl, &fl));
   PetscCall(VecRestoreArrayRead(is->ul, &ul));
-  for (int q = 0; q < n; q++) {
-    double *A = is->A + q * d * d, dF[9], dP[9];
-    mpm_matmul(d, A, Fe + q * d * d, dF);
-    for (int c = 0; c < d * d; c++) dF[c] *= is->dt;
-    mpm_iso_dpiola(&is->lin[q], dF, dP);
-    StressTimesFT(d, -is->dt * V0[q], dP, Fe + q * d * d, A); /* d(dt f) = -K dU */
-  }
-  PetscCall(Divergence(is));
+  PetscCall(MPMGhostScatterAddVec(is->vel, is->fl, is->fg));
   PetscCall(Rows(is, X, PETSC_FALSE, Y));
   PetscCall(PetscLogEventEnd(MPM_EVENT_JACOBIAN_MULT, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);

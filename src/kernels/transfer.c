@@ -399,6 +399,23 @@ void mpm_p2g_divergence(const MPMGridBox *g, int n, const double *X, const doubl
   }
 }
 
+void mpm_gradient_divergence(const MPMGridBox *g, int n, const double *X, const double *in, MPMPointOp op, void *ctx, double *out)
+{
+  const int   d = g->dim;
+  StencilGrad sg;
+  for (int q = 0; q < n; q++) {
+    double G[9] = {0}, A[9];
+    stencil_grad(g, X + q * d, &sg);
+    for (int k = 0; k < sg.n; k++)
+      for (int a = 0; a < d; a++)
+        for (int b = 0; b < d; b++) G[a * d + b] += in[sg.at[k] + a] * sg.gw[k][b];
+    op(q, G, A, ctx);
+    for (int k = 0; k < sg.n; k++)
+      for (int a = 0; a < d; a++)
+        for (int b = 0; b < d; b++) out[sg.at[k] + a] += A[a * d + b] * sg.gw[k][b];
+  }
+}
+
 void mpm_p2g_diagonal(const MPMGridBox *g, int n, const double *X, const double *F, const double *D, double *grid, int off)
 {
   const int   d = g->dim;
