@@ -1708,6 +1708,42 @@ static void test_implicit_operators(int dim, int order)
   parts_free(&p);
 }
 
+/* The fused pass of the Jacobian's action equals mpm_grid_gradient, the
+ * pointwise op, then mpm_p2g_divergence, bit for bit. */
+static double fused_M[64][9];
+static void fused_op(int q, const double *G, double *A, void *ctx)
+{
+  const int d = *(const int *)ctx;
+  mpm_matmul(d, fused_M[q], G, A);
+}
+
+static void test_gradient_divergence(int dim, int order)
+{
+  const int       d = dim, dd = d * d, np = 64;
+  TestGrid        t;
+  MPMParticleView p;
+  double         *G = malloc(sizeof(double) * (size_t)(np * dd)), *A = malloc(sizeof(double) * (size_t)(np * dd)), *in, *ref;
+  grid_make(&t, dim, order, d, 10);
+  parts_alloc(&p, dim, np);
+  in  = malloc(sizeof(double) * (size_t)(t.nn * d));
+  ref = calloc((size_t)(t.nn * d), sizeof(double));
+  for (long k = 0; k < t.nn * d; k++) in[k] = urange(-1, 1);
+  for (int q = 0; q < np; q++) {
+    random_inside(&t, p.x + q * d);
+    for (int k = 0; k < dd; k++) fused_M[q][k] = urange(-1, 1);
+  }
+  mpm_grid_gradient(&t.g, np, p.x, in, 0, G);
+  for (int q = 0; q < np; q++) fused_op(q, G + q * dd, A + q * dd, (void *)&d);
+  mpm_p2g_divergence(&t.g, np, p.x, A, ref, 0);
+  grid_clear(&t);
+  mpm_gradient_divergence(&t.g, np, p.x, in, fused_op, (void *)&d, t.grid);
+  CHECK(memcmp(t.grid, ref, sizeof(double) * (size_t)(t.nn * d)) == 0, 1, 0, "implicit ops %dD %s: fused gradient-op-divergence = the three passes, bit for bit", d,
+        order == 2 ? "quadratic" : "cubic");
+  free(G), free(A), free(in), free(ref);
+  grid_free(&t);
+  parts_free(&p);
+}
+
 static void test_trial_piola(int dim)
 {
   const MPMDruckerPragerParams p = dp_params(dim, MPM_CONE_PLANE_STRAIN, 30.0, 0.0), pc = dp_params(dim, MPM_CONE_PLANE_STRAIN, 30.0, 2e4);
@@ -1849,7 +1885,10 @@ int main(void)
   test_trial_piola(2);
   test_trial_piola(3);
   for (int dim = 2; dim <= 3; dim++)
-    for (int order = 2; order <= 3; order++) test_implicit_operators(dim, order);
+    for (int order = 2; order <= 3; order++) {
+      test_implicit_operators(dim, order);
+      test_gradient_divergence(dim, order);
+    }
   for (int dim = 2; dim <= 3; dim++) {
     test_trial_elastic(dim, "hencky", mpm_hencky_trial_piola, mpm_hencky_stress);
     test_trial_elastic(dim, "neohookean", mpm_neohookean_trial_piola, mpm_neohookean_stress);
