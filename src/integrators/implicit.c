@@ -678,9 +678,9 @@ static PetscErrorCode ImplicitOptions(MPMIntegrator integ, MPMSim sim)
                            &im->flip_blend, NULL));
   PetscCall(PetscOptionsString("-transfer", "Particle-grid transfer: the implicit integrator has apic only", NULL, transfer, transfer, sizeof(transfer), NULL));
   PetscCall(MPMOptionsEList("-implicit_pmat",
-                            "The matrix the Newton systems are preconditioned with: diagonal (the Jacobian's exact diagonal, matrix-free; PCJACOBI), tangent (the exact Jacobian assembled at every Newton iterate; PETSc's default PC, or -implicit_pc_type gamg, lu, ...), elastic (the same with each particle's linear-elastic moduli in place of its tangent: symmetric)",
+                            "The matrix the Newton systems are preconditioned with: diagonal (the Jacobian's exact diagonal, matrix-free; PCJACOBI), tangent (the exact Jacobian assembled at every Newton iterate; block Jacobi-ILU(0), or -implicit_pc_type lu, gamg, ...), elastic (the same with each particle's linear-elastic moduli in place of its tangent: symmetric)",
                             NULL, PmatNames, 3, PmatNames[im->pmat], &im->pmat, NULL));
-  PetscCall(PetscOptionsInt("-implicit_max_halvings", "Halve dt at most this many times in a row when Newton fails, then stop with an error", NULL, im->max_halvings, &im->max_halvings, NULL));
+  PetscCall(PetscOptionsInt("-implicit_max_halvings", "Halve dt at most this many times in a row when Newton fails (or let repeated halvings take dt below 2^-N of the step where they began), then stop with an error", NULL, im->max_halvings, &im->max_halvings, NULL));
   PetscOptionsEnd();
   PetscCall(PetscStrcmp(transfer, "apic", &apic));
   PetscCheck(apic, sim->comm, PETSC_ERR_USER_INPUT, "-transfer %s: -integrator implicit transfers with apic only (allowed: apic)", transfer);
