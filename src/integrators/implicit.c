@@ -283,14 +283,13 @@ static PetscErrorCode Diagonal(ImplicitSpecies *is)
 
   PetscFunctionBeginUser;
   PetscCall(PetscMalloc1((size_t)n * d * d * d, &D));
-  for (int q = 0; q < n; q++)
+  for (int q = 0; q < n; q++) {
+    double C[81]; /* C[(a d + c) d^2 + j d + f] = dP_ac / dF_jf; the diagonal needs j = a */
+    mpm_iso_tangent(&is->lin[q], C);
     for (int a = 0; a < d; a++)
-      for (int f = 0; f < d; f++) {
-        double E[9] = {0}, dP[9];
-        E[a * d + f] = 1;
-        mpm_iso_dpiola(&is->lin[q], E, dP);
-        for (int c = 0; c < d; c++) D[(size_t)q * d * d * d + (a * d + c) * d + f] = is->dt * is->dt * V0[q] * dP[a * d + c];
-      }
+      for (int c = 0; c < d; c++)
+        for (int f = 0; f < d; f++) D[(size_t)q * d * d * d + (a * d + c) * d + f] = is->dt * is->dt * V0[q] * C[(a * d + c) * d * d + a * d + f];
+  }
   PetscCall(VecZeroEntries(is->fl));
   PetscCall(VecGetArray(is->fl, &fl));
   mpm_p2g_diagonal(&is->vel->box, n, X, Fe, D, fl, 0);
@@ -320,8 +319,8 @@ static PetscErrorCode Diagonal(ImplicitSpecies *is)
  *   Pi_a K_ab Pi_b,  K_ab = dt^2 V0 sum_kl C_ikjl ya_k yb_l,  y = F^T grad w,
  * with C the exact tangent of the particle's linearization (tangent), or the
  * linear-elastic law of the moduli it behaves like (elastic: mpm_iso_moduli,
- * the bulk part only on the cone, nothing at the tip).  Returns 0 when the
- * particle adds nothing (elastic at the tip). */
+ * softened on the cone, zero at the tip without cohesion).  Returns 0 when
+ * the particle adds nothing (elastic with zero moduli). */
 static int ParticleBlocks(const ImplicitSpecies *is, PetscInt q, double V, const PetscScalar *pil, int nn, const int *at, const double *y, double *Ke)
 {
   const int d = (int)is->sim->dim, nb = d * d;

@@ -442,9 +442,8 @@ int mpm_stencil_y(const MPMGridBox *g, const double *x, const double *F, int *no
   const int   d = g->dim;
   StencilGrad sg;
   stencil_grad(g, x, &sg);
-  for (int k = 0; k < sg.n; k++) sg.at[k] /= g->dof;
   for (int k = 0; k < sg.n; k++) {
-    node[k] = (int)sg.at[k];
+    node[k] = (int)(sg.at[k] / g->dof); /* stencil_grad's offsets are in doubles */
     for (int c = 0; c < d; c++) {
       double t = 0;
       for (int b = 0; b < d; b++) t += F[b * d + c] * sg.gw[k][b];
