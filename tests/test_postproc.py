@@ -9,7 +9,8 @@ import mpmtest as T
 
 PY = "/usr/bin/python3"
 c = T.Checks("post-processing scripts")
-scripts = ["column_collapse.py", "column_collapse_study.py", "sand_pile.py", "history_plot.py", "front_history.py", "scaling_plot.py", "scaling_model.py", "render_frame.py"]
+scripts = ["column_collapse.py", "column_collapse_study.py", "sand_pile.py", "history_plot.py", "front_history.py", "scaling_plot.py", "scaling_model.py", "render_frame.py",
+           "implicit_collapse_study.py"]
 for s in scripts:
     p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", s), "-h"], capture_output=True, text=True)
     c.true("%s -h" % s, p.returncode == 0 and "usage" in p.stdout.lower(), p.stderr[-200:])
@@ -44,6 +45,17 @@ c.true("column_collapse_study.py: one row, a = 0.5 at L0/8, table and figure wri
 c.within("column_collapse_study.py: a = 0.5 top stands (H_inf/H0)", rows[0]["height_over_H0"] if rows else 0, 0.9, 1.1)
 p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **T.MPI_ENV))
 c.true("column_collapse_study.py: second call collects without running", p.returncode == 0 and "running" not in p.stdout, p.stdout[-200:])
+
+# the implicit-against-explicit study on a reduced case (L0/8, 0.2 s, 5x):
+# the implicit run's step is 5 times the explicit run's
+study = T.outdir("postproc_implicit_study")
+cmd = [PY, os.path.join(T.SOURCE, "postproc", "implicit_collapse_study.py"), study, "--cells", "8", "--implicit-cells", "8", "--ratios", "5", "--t-end", "0.2",
+       "--exe", T.EXE]
+p = subprocess.run(cmd, capture_output=True, text=True, env=dict(os.environ, **T.MPI_ENV))
+rows = json.load(open(os.path.join(study, "study.json"))) if p.returncode == 0 else []
+c.true("implicit_collapse_study.py: explicit and implicit 5x rows, table and figure written",
+       [r["run"] for r in rows] == ["explicit", "implicit 5x"] and os.path.getsize(os.path.join(study, "study.png")) > 10000, p.stderr[-300:])
+c.close("implicit_collapse_study.py: implicit dt / explicit dt", rows[1]["dt"] / rows[0]["dt"] if len(rows) == 2 else 0, 5.0, rtol=1e-3)
 
 # scaling table from two real runs (1 and 2 ranks), then the plot
 table = os.path.join(out, "scaling.csv")
