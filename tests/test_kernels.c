@@ -1837,6 +1837,146 @@ static void test_assembled_blocks(int dim)
   CHECK(mu2 >= 0 && la2 + 2 * mu2 / d >= 0, 1, 0, "assembled %dD: cone particle's moduli positive semidefinite (mu %.3g, lambda %.3g)", d, mu2, la2);
 }
 
+/* ------------------------------------------------------------------ */
+/* 9. Snow: signed SVD, fixed-corotated stress, clamped plasticity      */
+/* ------------------------------------------------------------------ */
+static double svd_error(int d, const double *F, double *s_out, double *orth, double *detuv)
+{
+  double U[9], s[3], V[9], R[9];
+  mpm_svd_signed(d, F, U, s, V);
+  rot_diag_rot(d, U, s, V, R);
+  *orth = 0;
+  for (int a = 0; a < d; a++)
+    for (int b = 0; b < d; b++) {
+      double uu = 0, vv = 0;
+      for (int k = 0; k < d; k++) uu += U[k * d + a] * U[k * d + b], vv += V[k * d + a] * V[k * d + b];
+      *orth = fmax(*orth, fmax(fabs(uu - (a == b)), fabs(vv - (a == b))));
+    }
+  *detuv = fmax(fabs(mpm_det(d, U) - 1), fabs(mpm_det(d, V) - 1));
+  if (s_out) memcpy(s_out, s, sizeof(double) * (size_t)d);
+  return maxdiff(d * d, R, F) / fmax(maxabs(d * d, F), 1e-300);
+}
+
+static void test_svd_signed(int d)
+{
+  /* name, singular values (the last may be negative: inverted) */
+  const struct {
+    const char *nm;
+    double      sv[3];
+  } cases[] = {
+    {"distinct",           {1.3, 0.9, 0.7}       },
+    {"repeated",           {1.01, 1.01, 0.98}    },
+    {"all equal",          {1.02, 1.02, 1.02}    },
+    {"inverted",           {1.1, 0.9, -0.8}      },
+    {"inverted, repeated", {0.95, 0.95, -0.95}   },
+    {"near singular",      {1.2, 0.8, 1e-13}     },
+    {"singular",           {1.2, 0.8, 0.0}       },
+    {"rank one",           {1.5, 0.0, 0.0}       },
+  };
+  for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+    double err = 0, orth = 0, detuv = 0, serr = 0, sgn = 0;
+    for (int r = 0; r < 20; r++) {
+      double R1[9], R2[9], F[9], sv[3], s[3], o, du;
+      for (int k = 0; k < d; k++) sv[k] = cases[c].sv[k < d - 1 ? k : 2];
+      if (d == 2 && c == 7) sv[0] = 1.5, sv[1] = 0.0;
+      random_rotation(d, R1);
+      random_rotation(d, R2);
+      rot_diag_rot(d, R1, sv, R2, F);
+      err   = fmax(err, svd_error(d, F, s, &o, &du));
+      orth  = fmax(orth, o);
+      detuv = fmax(detuv, du);
+      /* the singular values, the smallest signed like det F */
+      double a[3], b[3];
+      for (int k = 0; k < d; k++) a[k] = fabs(s[k]), b[k] = fabs(sv[k]);
+      qsort(a, (size_t)d, sizeof(double), cmp_double);
+      qsort(b, (size_t)d, sizeof(double), cmp_double);
+      serr = fmax(serr, maxdiff(d, a, b));
+      double ps = 1, pv = 1;
+      for (int k = 0; k < d; k++) ps *= s[k], pv *= sv[k];
+      if (pv != 0 && (ps > 0) != (pv > 0)) sgn += 1;
+    }
+    CHECK(err, 0, 1e-13, "%dD signed SVD, %s: max |U S V^T - F| / |F|", d, cases[c].nm);
+    CHECK(orth, 0, 1e-13, "%dD signed SVD, %s: U, V orthonormal", d, cases[c].nm);
+    CHECK(detuv, 0, 1e-13, "%dD signed SVD, %s: det U = det V = 1", d, cases[c].nm);
+    CHECK(serr, 0, 1e-12, "%dD signed SVD, %s: |singular values|", d, cases[c].nm);
+    CHECK(sgn, 0, 0, "%dD signed SVD, %s: sign of prod s = sign of det F (misses)", d, cases[c].nm);
+  }
+  double Z[9] = {0}, o, du;
+  CHECK(svd_error(d, Z, NULL, &o, &du) + o + du, 0, 1e-14, "%dD signed SVD of the zero matrix: rotations, S = 0", d);
+}
+
+/* The fixed-corotated P against central differences of psi where F is
+ * inverted (det < 0): the model is defined there (Stomakhin et al. 2012). */
+static void test_fcr_inverted(int d)
+{
+  const double mu = 1.3, lambda = 2.1, h = 1e-6;
+  double       emax = 0;
+  for (int r = 0; r < 30; r++) {
+    double R1[9], R2[9], F[9], P[9], Pfd[9];
+    const double sv[3] = {urange(0.8, 1.2), urange(0.5, 0.75), -urange(0.3, 0.45)};
+    double       s2[3] = {sv[0], sv[1], sv[2]};
+    if (d == 2) s2[1] = sv[2];
+    random_rotation(d, R1);
+    random_rotation(d, R2);
+    rot_diag_rot(d, R1, s2, R2, F);
+    mpm_fcr_piola(d, mu, lambda, F, P);
+    for (int a = 0; a < d * d; a++) {
+      double Fp[9], Fm[9];
+      memcpy(Fp, F, sizeof Fp);
+      memcpy(Fm, F, sizeof Fm);
+      Fp[a] += h;
+      Fm[a] -= h;
+      Pfd[a] = (mpm_fcr_energy(d, mu, lambda, Fp) - mpm_fcr_energy(d, mu, lambda, Fm)) / (2 * h);
+    }
+    emax = fmax(emax, maxdiff(d * d, P, Pfd) / maxabs(d * d, P));
+  }
+  CHECK(emax, 0, 1e-7, "%dD fixed corotated, inverted F: max |P - dpsi/dF| / |P|", d);
+}
+
+/* One material point: the seed's parameters (Table 2), uniaxial compression
+ * in 1 % steps from rest; after each step the clamped F_E, J_P = det F / det
+ * F_E and the hardened stress. */
+static void test_snow(int d)
+{
+  double         mu0, lambda0;
+  mpm_lame(1.4e5, 0.2, &mu0, &lambda0);
+  const MPMSnowParams p = {d, mu0, lambda0, 2.5e-2, 7.5e-3, 10.0};
+  double              Fe[9], Jp = 1.0, Ftot = 1.0, err_law = 0, err_fe = 0, err_j = 0;
+  int                 plastic_steps = 0;
+  identity(d, Fe);
+  for (int step = 0; step < 40; step++) {
+    double tau[9], ref[9], mu, lambda;
+    Fe[0] *= 0.99; /* the trial: (I + dt grad v) F_E with grad v = diag(-0.01/dt, 0, ...) */
+    Ftot *= 0.99;
+    plastic_steps += mpm_snow_update(&p, Fe, &Jp, tau) > 0;
+    err_j   = fmax(err_j, fabs(Jp * mpm_det(d, Fe) - Ftot) / Ftot);
+    err_fe  = fmax(err_fe, fabs(Fe[0] - fmax(pow(0.99, step + 1), 1.0 - p.theta_c)));
+    mu      = mu0 * exp(p.xi * (1.0 - Jp));
+    lambda  = lambda0 * exp(p.xi * (1.0 - Jp));
+    mpm_fcr_stress(d, mu, lambda, Fe, ref);
+    err_law = fmax(err_law, maxdiff(d * d, tau, ref) / maxabs(d * d, ref));
+  }
+  CHECK(err_fe, 0, 1e-15, "%dD snow, uniaxial compression: F_E = max(0.99^n, 1 - theta_c)", d);
+  CHECK(err_j, 0, 1e-14, "%dD snow: J_P det F_E = det F (F = F_E F_P kept)", d);
+  CHECK(err_law, 0, 1e-14, "%dD snow: stress with mu = mu0 exp(xi (1 - J_P)) (S2)", d);
+  CHECK(plastic_steps, 38, 0, "%dD snow: plastic from the 3rd 1 %% step (0.99^3 < 0.975)", d);
+  /* random trials: the clamped singular values stay in bounds and F is kept */
+  double out = 0, keep = 0;
+  for (int r = 0; r < 200; r++) {
+    double F[9], s[3], U[9], V[9], tau[9], J0 = urange(0.8, 1.2), J1 = J0;
+    do {
+      for (int a = 0; a < d * d; a++) F[a] = (a % (d + 1) == 0 ? 1.0 : 0.0) + urange(-0.08, 0.08);
+    } while (mpm_det(d, F) < 0.5);
+    const double det0 = mpm_det(d, F);
+    mpm_snow_update(&p, F, &J1, tau);
+    mpm_svd_signed(d, F, U, s, V);
+    for (int k = 0; k < d; k++) out = fmax(out, fmax(1.0 - p.theta_c - s[k], s[k] - 1.0 - p.theta_s));
+    keep = fmax(keep, fabs(J1 * mpm_det(d, F) - J0 * det0) / (J0 * det0));
+  }
+  CHECK(fmax(out, 0), 0, 1e-14, "%dD snow, 200 random trials: singular values within [1 - theta_c, 1 + theta_s]", d);
+  CHECK(keep, 0, 1e-13, "%dD snow, 200 random trials: J_P det F_E unchanged by the clamp", d);
+}
+
 int main(void)
 {
   printf("%-74s %-20s %-20s %-7s %s\n", "check", "value", "expected", "tol", "result");
@@ -1893,6 +2033,14 @@ int main(void)
     test_trial_elastic(dim, "hencky", mpm_hencky_trial_piola, mpm_hencky_stress);
     test_trial_elastic(dim, "neohookean", mpm_neohookean_trial_piola, mpm_neohookean_stress);
     test_assembled_blocks(dim);
+  }
+
+  section("9. Snow (Stomakhin et al. 2013): signed SVD, fixed corotated, clamped plasticity");
+  for (int dim = 2; dim <= 3; dim++) {
+    test_svd_signed(dim);
+    test_energy_stress(dim, "fixed corotated", mpm_fcr_energy, mpm_fcr_stress);
+    test_fcr_inverted(dim);
+    test_snow(dim);
   }
 
   printf("\n%d checks, %d failed\n", n_checks, n_failed);

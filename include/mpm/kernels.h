@@ -230,6 +230,33 @@ void mpm_elastic_block(int dim, double V, double mu, double lambda, const double
 void mpm_iso_tangent(const MPMIsoLinearization *lin, double *C);
 void mpm_tangent_block(int dim, double V, const double *C, const double *ya, const double *yb, double *K);
 
+/* ------------------------------------------------------------------------ */
+/* Snow (Stomakhin et al. 2013; src/kernels/snow.c)                            */
+/* ------------------------------------------------------------------------ */
+/* Signed SVD F = U diag(s) V^T with U and V rotations (det +1); the
+ * smallest singular value is negative when det F < 0.  Robust at repeated
+ * and zero singular values. */
+void mpm_svd_signed(int dim, const double *F, double *U, double *s, double *V);
+/* Fixed-corotated energy psi = mu ||F - R||^2 + lambda/2 (J - 1)^2, its first
+ * Piola-Kirchhoff stress P = 2 mu (F - R) + lambda (J - 1) J F^-T and its
+ * Kirchhoff stress tau = P F^T (R from the polar decomposition). */
+double mpm_fcr_energy(int dim, double mu, double lambda, const double *F);
+void   mpm_fcr_piola(int dim, double mu, double lambda, const double *F, double *P);
+void   mpm_fcr_stress(int dim, double mu, double lambda, const double *F, double *tau);
+
+typedef struct {
+  int    dim;
+  double mu0, lambda0;   /* Lame parameters at J_P = 1 [Pa] */
+  double theta_c, theta_s; /* critical compression and stretch: singular values of F_E in [1 - theta_c, 1 + theta_s] */
+  double xi;             /* hardening coefficient: mu = mu0 exp(xi (1 - J_P)) */
+} MPMSnowParams;
+/* The hardened Lame parameters at plastic volume ratio Jp. */
+void mpm_snow_lame(const MPMSnowParams *p, double Jp, double *mu, double *lambda);
+/* End of a step for one particle: clamp the trial F_E (in/out), update
+ * J_P = det F_P, and the Kirchhoff stress.  Returns the number of clamped
+ * singular values (0: elastic). */
+int mpm_snow_update(const MPMSnowParams *p, double *Fe, double *Jp, double *tau);
+
 /* Lame parameters from Young's modulus and Poisson's ratio. */
 static inline void mpm_lame(double E, double nu, double *mu, double *lambda)
 {

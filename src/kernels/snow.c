@@ -1,0 +1,201 @@
+/* Snow (Stomakhin et al. 2013, s. 5 and 7; S = its equation numbers):
+ * fixed-corotated elasticity (S1) with Lame parameters hardened by
+ * exp(xi (1 - J_P)) (S2), and plasticity by clamping the singular values of
+ * F_E to [1 - theta_c, 1 + theta_s] (S12).  Pure pointwise kernels: the
+ * material and the semi-implicit integrator of the snow issue build on
+ * them. */
+#include <math.h>
+#include <mpm/kernels.h>
+
+/* Right-handed unit vector c = a x b (3D). */
+static void cross3(const double *a, const double *b, double *c)
+{
+  c[0] = a[1] * b[2] - a[2] * b[1];
+  c[1] = a[2] * b[0] - a[0] * b[2];
+  c[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+/* Column k of a row-major d x d matrix. */
+static void col_get(int d, const double *A, int k, double *c)
+{
+  for (int i = 0; i < d; i++) c[i] = A[i * d + k];
+}
+static void col_set(int d, double *A, int k, const double *c)
+{
+  for (int i = 0; i < d; i++) A[i * d + k] = c[i];
+}
+
+/* The eigenvectors of F F^T give U and the singular values up to sign; V's
+ * columns are F^T u_k / s_k for all but the smallest s (well conditioned:
+ * s_k >= the middle value), and the smallest one's column completes V to a
+ * rotation (a cross product, or the perpendicular in 2D), so a zero or
+ * repeated singular value costs no accuracy.  That last singular value is
+ * then u_m . F v_m, negative exactly when det F < 0 (an inverted element),
+ * once U has been made a rotation too. */
+void mpm_svd_signed(int d, const double *F, double *U, double *s, double *V)
+{
+  double lam[3], u[3], v[3], w[3];
+  int    m = 0;
+  mpm_ffT_eig(d, F, lam, U);
+  for (int k = 1; k < d; k++)
+    if (lam[k] < lam[m]) m = k;
+  if (mpm_det(d, U) < 0) {
+    col_get(d, U, m, u);
+    for (int i = 0; i < d; i++) u[i] = -u[i];
+    col_set(d, U, m, u);
+  }
+  /* V's columns of the larger singular values, largest first; a middle one
+   * that is negligible (F of rank one) takes any unit vector normal to the
+   * first, which changes U diag(s) V^T by at most that singular value */
+  int order[2], no = 0;
+  for (int k = 0; k < d; k++)
+    if (k != m) order[no++] = k;
+  if (d == 3 && lam[order[1]] > lam[order[0]]) order[0] ^= order[1], order[1] ^= order[0], order[0] ^= order[1];
+  for (int j = 0; j < d - 1; j++) {
+    const int k = order[j];
+    s[k]        = sqrt(lam[k] > 0 ? lam[k] : 0.0);
+    col_get(d, U, k, u);
+    for (int i = 0; i < d; i++) {
+      double t = 0;
+      for (int l = 0; l < d; l++) t += F[l * d + i] * u[l];
+      v[i] = t;
+    }
+    if (j == 1) { /* 3D: orthogonal to the first column, or any normal to it */
+      double a[3], dot = 0, n = 0;
+      col_get(d, V, order[0], a);
+      if (!(s[k] > 1e-8 * s[order[0]])) {
+        const int e = fabs(a[0]) < 0.6 ? 0 : 1; /* a unit axis not close to a */
+        for (int i = 0; i < 3; i++) v[i] = (i == e) - a[e] * a[i];
+      } else
+        for (int i = 0; i < 3; i++) v[i] /= s[k];
+      for (int i = 0; i < 3; i++) dot += v[i] * a[i];
+      for (int i = 0; i < 3; i++) v[i] -= dot * a[i], n += v[i] * v[i];
+      for (int i = 0; i < 3; i++) v[i] /= sqrt(n);
+      /* the value itself from F (sqrt of an eigenvalue of F F^T loses half the digits of a small one) */
+      double t = 0;
+      for (int i = 0; i < 3; i++)
+        for (int l = 0; l < 3; l++) t += u[i] * F[i * 3 + l] * v[l];
+      if (t < 0)
+        for (int i = 0; i < 3; i++) v[i] = -v[i];
+      s[k] = fabs(t);
+    } else if (s[k] > 0)
+      for (int i = 0; i < d; i++) v[i] /= s[k];
+    else
+      for (int i = 0; i < d; i++) v[i] = u[i]; /* F = 0: any rotation will do */
+    col_set(d, V, k, v);
+  }
+  if (d == 2) { /* V = [v0 v1] with det +1: v1 = (-v0y, v0x), v0 = (v1y, -v1x) */
+    const int o = 1 - m;
+    col_get(d, V, o, v);
+    if (m == 1) w[0] = -v[1], w[1] = v[0];
+    else w[0] = v[1], w[1] = -v[0];
+  } else { /* v_m = v_{m+1} x v_{m+2}, cyclic: right-handed */
+    double a[3], b[3];
+    col_get(d, V, (m + 1) % 3, a);
+    col_get(d, V, (m + 2) % 3, b);
+    cross3(a, b, w);
+    const double n = sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2]);
+    for (int i = 0; i < 3; i++) w[i] /= n;
+  }
+  col_set(d, V, m, w);
+  col_get(d, U, m, u);
+  double t = 0;
+  for (int i = 0; i < d; i++)
+    for (int j = 0; j < d; j++) t += u[i] * F[i * d + j] * w[j];
+  s[m] = t;
+}
+
+/* cof(F) = J F^-T, defined also where F is singular. */
+static void cofactor(int d, const double *F, double *C)
+{
+  if (d == 2) {
+    C[0] = F[3], C[1] = -F[2], C[2] = -F[1], C[3] = F[0];
+    return;
+  }
+  for (int i = 0; i < 3; i++)
+    for (int j = 0; j < 3; j++) {
+      const int i1 = (i + 1) % 3, i2 = (i + 2) % 3, j1 = (j + 1) % 3, j2 = (j + 2) % 3;
+      C[i * 3 + j] = F[i1 * 3 + j1] * F[i2 * 3 + j2] - F[i1 * 3 + j2] * F[i2 * 3 + j1];
+    }
+}
+
+/* psi = mu ||F - R||^2 + lambda/2 (J - 1)^2 = mu sum (s_k - 1)^2 + ... with
+ * the signed singular values (R the rotation of the polar decomposition). */
+double mpm_fcr_energy(int d, double mu, double lambda, const double *F)
+{
+  double U[9], s[3], V[9], e = 0, J = 1;
+  mpm_svd_signed(d, F, U, s, V);
+  for (int k = 0; k < d; k++) {
+    e += (s[k] - 1.0) * (s[k] - 1.0);
+    J *= s[k];
+  }
+  return mu * e + 0.5 * lambda * (J - 1.0) * (J - 1.0);
+}
+
+/* P = dpsi/dF = 2 mu (F - R) + lambda (J - 1) cof(F), R = U V^T. */
+void mpm_fcr_piola(int d, double mu, double lambda, const double *F, double *P)
+{
+  double U[9], s[3], V[9], C[9];
+  mpm_svd_signed(d, F, U, s, V);
+  const double J = mpm_det(d, F);
+  cofactor(d, F, C);
+  for (int i = 0; i < d; i++)
+    for (int j = 0; j < d; j++) {
+      double r = 0;
+      for (int k = 0; k < d; k++) r += U[i * d + k] * V[j * d + k];
+      P[i * d + j] = 2.0 * mu * (F[i * d + j] - r) + lambda * (J - 1.0) * C[i * d + j];
+    }
+}
+
+/* Kirchhoff stress tau = P F^T. */
+void mpm_fcr_stress(int d, double mu, double lambda, const double *F, double *tau)
+{
+  double P[9];
+  mpm_fcr_piola(d, mu, lambda, F, P);
+  for (int i = 0; i < d; i++)
+    for (int j = 0; j < d; j++) {
+      double t = 0;
+      for (int k = 0; k < d; k++) t += P[i * d + k] * F[j * d + k];
+      tau[i * d + j] = t;
+    }
+}
+
+/* mu = mu0 exp(xi (1 - J_P)), lambda likewise (S2). */
+void mpm_snow_lame(const MPMSnowParams *p, double Jp, double *mu, double *lambda)
+{
+  const double h = exp(p->xi * (1.0 - Jp));
+  *mu            = p->mu0 * h;
+  *lambda        = p->lambda0 * h;
+}
+
+/* S11-S12: the trial F_E (in Fe) has its singular values clamped to
+ * [1 - theta_c, 1 + theta_s]; F_P takes the rest, so J_P is multiplied by
+ * det(trial) / det(clamped) (F = F_E F_P is unchanged); then the stress of
+ * the clamped F_E with the hardened Lame parameters.  Returns how many
+ * singular values were clamped (0: elastic). */
+int mpm_snow_update(const MPMSnowParams *p, double *Fe, double *Jp, double *tau)
+{
+  const int d = p->dim;
+  double    U[9], s[3], V[9], jt = 1, jc = 1, mu, lambda;
+  int       clamped = 0;
+  mpm_svd_signed(d, Fe, U, s, V);
+  for (int k = 0; k < d; k++) {
+    const double c = fmin(fmax(s[k], 1.0 - p->theta_c), 1.0 + p->theta_s);
+    clamped += c != s[k];
+    jt *= s[k];
+    jc *= c;
+    s[k] = c;
+  }
+  if (clamped) {
+    for (int i = 0; i < d; i++)
+      for (int j = 0; j < d; j++) {
+        double t = 0;
+        for (int k = 0; k < d; k++) t += U[i * d + k] * s[k] * V[j * d + k];
+        Fe[i * d + j] = t;
+      }
+    *Jp *= jt / jc;
+  }
+  mpm_snow_lame(p, *Jp, &mu, &lambda);
+  mpm_fcr_stress(d, mu, lambda, Fe, tau);
+  return clamped;
+}
