@@ -1933,6 +1933,37 @@ static void test_fcr_inverted(int d)
   CHECK(emax, 0, 1e-7, "%dD fixed corotated, inverted F: max |P - dpsi/dF| / |P|", d);
 }
 
+/* The fixed-corotated stress differential against central differences of
+ * P (relative 1e-6) at F near identity, with repeated singular values and
+ * inverted, and the symmetry of the Hessian (the semi-implicit system). */
+static void test_fcr_dpiola(int d)
+{
+  const double mu = 1.3, lambda = 2.1, h = 1e-6;
+  double       efd = 0, esym = 0;
+  for (int r = 0; r < 60; r++) {
+    double F[9], dF[9], dG[9], dP[9], dQ[9], Pp[9], Pm[9], Fp[9], Fm[9], fd[9];
+    double R1[9], R2[9], sv[3] = {urange(0.9, 1.1), urange(0.9, 1.1), urange(0.9, 1.1)};
+    if (r % 3 == 1) sv[1] = sv[0];                  /* repeated */
+    if (r % 3 == 2) sv[d - 1] = -urange(0.3, 0.5); /* inverted */
+    random_rotation(d, R1);
+    random_rotation(d, R2);
+    rot_diag_rot(d, R1, sv, R2, F);
+    for (int a = 0; a < d * d; a++) dF[a] = urange(-1, 1), dG[a] = urange(-1, 1);
+    mpm_fcr_dpiola(d, mu, lambda, F, dF, dP);
+    for (int a = 0; a < d * d; a++) Fp[a] = F[a] + h * dF[a], Fm[a] = F[a] - h * dF[a];
+    mpm_fcr_piola(d, mu, lambda, Fp, Pp);
+    mpm_fcr_piola(d, mu, lambda, Fm, Pm);
+    for (int a = 0; a < d * d; a++) fd[a] = (Pp[a] - Pm[a]) / (2 * h);
+    efd = fmax(efd, maxdiff(d * d, dP, fd) / maxabs(d * d, dP));
+    mpm_fcr_dpiola(d, mu, lambda, F, dG, dQ);
+    double g1 = 0, g2 = 0;
+    for (int a = 0; a < d * d; a++) g1 += dG[a] * dP[a], g2 += dF[a] * dQ[a];
+    esym = fmax(esym, fabs(g1 - g2) / (fabs(g1) + fabs(g2)));
+  }
+  CHECK(efd, 0, 1e-6, "%dD fixed corotated: dP against central differences of P (60 F, repeated, inverted)", d);
+  CHECK(esym, 0, 1e-13, "%dD fixed corotated: dG : dP(dF) = dF : dP(dG) (symmetric Hessian)", d);
+}
+
 /* One material point: the seed's parameters (Table 2), uniaxial compression
  * in 1 % steps from rest; after each step the clamped F_E, J_P = det F / det
  * F_E and the hardened stress. */
@@ -2040,6 +2071,7 @@ int main(void)
     test_svd_signed(dim);
     test_energy_stress(dim, "fixed corotated", mpm_fcr_energy, mpm_fcr_stress);
     test_fcr_inverted(dim);
+    test_fcr_dpiola(dim);
     test_snow(dim);
   }
 

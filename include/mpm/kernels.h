@@ -243,6 +243,8 @@ void mpm_svd_signed(int dim, const double *F, double *U, double *s, double *V);
 double mpm_fcr_energy(int dim, double mu, double lambda, const double *F);
 void   mpm_fcr_piola(int dim, double mu, double lambda, const double *F, double *P);
 void   mpm_fcr_stress(int dim, double mu, double lambda, const double *F, double *tau);
+/* dP = d^2 psi / dF dF : dF of the fixed-corotated energy (symmetric). */
+void   mpm_fcr_dpiola(int dim, double mu, double lambda, const double *F, const double *dF, double *dP);
 
 typedef struct {
   int    dim;

@@ -160,6 +160,62 @@ void mpm_fcr_stress(int d, double mu, double lambda, const double *F, double *ta
     }
 }
 
+/* The stress differential of the semi-implicit step (S7, S8: the Hessian of
+ * psi applied to dF):
+ *   dP = 2 mu (dF - dR) + lambda (cof(F):dF) cof(F) + lambda (J - 1) d cof(F)
+ * with dR = R [w] from the polar decomposition F = R S (S = V diag(s) V^T):
+ * the skew part of R^T dF equals [w] S + S [w], solved for the axial vector
+ * w by (tr S I - S) w = axial(R^T dF - dF^T R) in 3D and w = (M10 - M01) /
+ * (s0 + s1) in 2D.  The Hessian is symmetric: dF2 : dP(dF1) = dF1 : dP(dF2). */
+void mpm_fcr_dpiola(int d, double mu, double lambda, const double *F, const double *dF, double *dP)
+{
+  double U[9], s[3], V[9], R[9], M[9], W[9] = {0}, dR[9], C[9], dC[9], cd = 0;
+  mpm_svd_signed(d, F, U, s, V);
+  for (int i = 0; i < d; i++)
+    for (int j = 0; j < d; j++) {
+      double r = 0;
+      for (int k = 0; k < d; k++) r += U[i * d + k] * V[j * d + k];
+      R[i * d + j] = r;
+    }
+  for (int i = 0; i < d; i++) /* M = R^T dF */
+    for (int j = 0; j < d; j++) {
+      double t = 0;
+      for (int k = 0; k < d; k++) t += R[k * d + i] * dF[k * d + j];
+      M[i * d + j] = t;
+    }
+  if (d == 2) {
+    const double w = (M[2] - M[1]) / (s[0] + s[1]);
+    W[1] = -w, W[2] = w;
+  } else {
+    double S[9], A[9], b[3], w[3], trS = s[0] + s[1] + s[2];
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++) {
+        double t = 0;
+        for (int k = 0; k < 3; k++) t += V[i * 3 + k] * s[k] * V[j * 3 + k];
+        S[i * 3 + j] = t;
+      }
+    for (int k = 0; k < 9; k++) A[k] = (k % 4 == 0 ? trS : 0.0) - S[k];
+    b[0] = M[7] - M[5], b[1] = M[2] - M[6], b[2] = M[3] - M[1]; /* axial(M - M^T) */
+    double Ai[9];
+    const double det = mpm_det(3, A);
+    cofactor(3, A, Ai); /* A^-1 = cof(A)^T / det */
+    for (int i = 0; i < 3; i++) w[i] = (Ai[0 * 3 + i] * b[0] + Ai[1 * 3 + i] * b[1] + Ai[2 * 3 + i] * b[2]) / det;
+    W[1] = -w[2], W[2] = w[1], W[3] = w[2], W[5] = -w[0], W[6] = -w[1], W[7] = w[0];
+  }
+  mpm_matmul(d, R, W, dR);
+  cofactor(d, F, C);
+  if (d == 2) cofactor(2, dF, dC); /* cof is linear in 2D */
+  else
+    for (int i = 0; i < 3; i++)
+      for (int j = 0; j < 3; j++) {
+        const int i1 = (i + 1) % 3, i2 = (i + 2) % 3, j1 = (j + 1) % 3, j2 = (j + 2) % 3;
+        dC[i * 3 + j] = dF[i1 * 3 + j1] * F[i2 * 3 + j2] + F[i1 * 3 + j1] * dF[i2 * 3 + j2] - dF[i1 * 3 + j2] * F[i2 * 3 + j1] - F[i1 * 3 + j2] * dF[i2 * 3 + j1];
+      }
+  for (int k = 0; k < d * d; k++) cd += C[k] * dF[k];
+  const double J = mpm_det(d, F);
+  for (int k = 0; k < d * d; k++) dP[k] = 2.0 * mu * (dF[k] - dR[k]) + lambda * cd * C[k] + lambda * (J - 1.0) * dC[k];
+}
+
 /* mu = mu0 exp(xi (1 - J_P)), lambda likewise (S2). */
 void mpm_snow_lame(const MPMSnowParams *p, double Jp, double *mu, double *lambda)
 {
