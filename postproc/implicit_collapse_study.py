@@ -30,15 +30,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 sys.path.insert(0, HERE)
 import mpmio  # noqa: E402
+from column_collapse_study import completed  # noqa: E402
 
 L0 = 0.1
-
-
-def completed(out, t_end):
-    try:
-        return mpmio.summary(out)["simulated_time"] >= t_end * (1 - 1e-9)
-    except (OSError, ValueError, KeyError):
-        return False
 
 
 def run(args, out, options):

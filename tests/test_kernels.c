@@ -1058,6 +1058,19 @@ typedef void (*StressFn)(int, double, double, const double *, double *);
 
 /* Guards: the Kirchhoff stress the solver uses is the derivative of the
  * stored energy (no spurious work in a closed elastic cycle). */
+/* Pfd = dpsi/dF at F by central differences of step h, entry by entry. */
+static void fd_piola(int dim, double mu, double lambda, EnergyFn psi, const double *F, double h, double *Pfd)
+{
+  for (int a = 0; a < dim * dim; a++) {
+    double Fp[9], Fm[9];
+    memcpy(Fp, F, sizeof Fp);
+    memcpy(Fm, F, sizeof Fm);
+    Fp[a] += h;
+    Fm[a] -= h;
+    Pfd[a] = (psi(dim, mu, lambda, Fp) - psi(dim, mu, lambda, Fm)) / (2 * h);
+  }
+}
+
 static void test_energy_stress(int dim, const char *nm, EnergyFn psi, StressFn stress)
 {
   const double mu = 1.3, lambda = 2.1;
@@ -1077,15 +1090,7 @@ static void test_energy_stress(int dim, const char *nm, EnergyFn psi, StressFn s
     }
     stress(dim, mu, lambda, F, tau);
     mpm_piola_from_kirchhoff(dim, tau, F, P);
-    const double h = 1e-6;
-    for (int a = 0; a < dim * dim; a++) {
-      double Fp[9], Fm[9];
-      memcpy(Fp, F, sizeof Fp);
-      memcpy(Fm, F, sizeof Fm);
-      Fp[a] += h;
-      Fm[a] -= h;
-      Pfd[a] = (psi(dim, mu, lambda, Fp) - psi(dim, mu, lambda, Fm)) / (2 * h);
-    }
+    fd_piola(dim, mu, lambda, psi, F, 1e-6, Pfd);
     const double scale = fmax(maxabs(dim * dim, P), 1e-3 * mu);
     emax               = fmax(emax, maxdiff(dim * dim, P, Pfd) / scale);
   }
@@ -1920,14 +1925,7 @@ static void test_fcr_inverted(int d)
     random_rotation(d, R2);
     rot_diag_rot(d, R1, s2, R2, F);
     mpm_fcr_piola(d, mu, lambda, F, P);
-    for (int a = 0; a < d * d; a++) {
-      double Fp[9], Fm[9];
-      memcpy(Fp, F, sizeof Fp);
-      memcpy(Fm, F, sizeof Fm);
-      Fp[a] += h;
-      Fm[a] -= h;
-      Pfd[a] = (mpm_fcr_energy(d, mu, lambda, Fp) - mpm_fcr_energy(d, mu, lambda, Fm)) / (2 * h);
-    }
+    fd_piola(d, mu, lambda, mpm_fcr_energy, F, h, Pfd);
     emax = fmax(emax, maxdiff(d * d, P, Pfd) / maxabs(d * d, P));
   }
   CHECK(emax, 0, 1e-7, "%dD fixed corotated, inverted F: max |P - dpsi/dF| / |P|", d);

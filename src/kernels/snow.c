@@ -105,6 +105,17 @@ void mpm_svd_signed(int d, const double *F, double *U, double *s, double *V)
   s[m] = t;
 }
 
+/* R = U V^T, the rotation of the polar decomposition F = R S. */
+static void polar_rotation(int d, const double *U, const double *V, double *R)
+{
+  for (int i = 0; i < d; i++)
+    for (int j = 0; j < d; j++) {
+      double r = 0;
+      for (int k = 0; k < d; k++) r += U[i * d + k] * V[j * d + k];
+      R[i * d + j] = r;
+    }
+}
+
 /* cof(F) = J F^-T, defined also where F is singular. */
 static void cofactor(int d, const double *F, double *C)
 {
@@ -135,16 +146,12 @@ double mpm_fcr_energy(int d, double mu, double lambda, const double *F)
 /* P = dpsi/dF = 2 mu (F - R) + lambda (J - 1) cof(F), R = U V^T. */
 void mpm_fcr_piola(int d, double mu, double lambda, const double *F, double *P)
 {
-  double U[9], s[3], V[9], C[9];
+  double U[9], s[3], V[9], R[9], C[9];
   mpm_svd_signed(d, F, U, s, V);
+  polar_rotation(d, U, V, R);
   const double J = mpm_det(d, F);
   cofactor(d, F, C);
-  for (int i = 0; i < d; i++)
-    for (int j = 0; j < d; j++) {
-      double r = 0;
-      for (int k = 0; k < d; k++) r += U[i * d + k] * V[j * d + k];
-      P[i * d + j] = 2.0 * mu * (F[i * d + j] - r) + lambda * (J - 1.0) * C[i * d + j];
-    }
+  for (int k = 0; k < d * d; k++) P[k] = 2.0 * mu * (F[k] - R[k]) + lambda * (J - 1.0) * C[k];
 }
 
 /* Kirchhoff stress tau = P F^T. */
@@ -171,12 +178,7 @@ void mpm_fcr_dpiola(int d, double mu, double lambda, const double *F, const doub
 {
   double U[9], s[3], V[9], R[9], M[9], W[9] = {0}, dR[9], C[9], dC[9], cd = 0;
   mpm_svd_signed(d, F, U, s, V);
-  for (int i = 0; i < d; i++)
-    for (int j = 0; j < d; j++) {
-      double r = 0;
-      for (int k = 0; k < d; k++) r += U[i * d + k] * V[j * d + k];
-      R[i * d + j] = r;
-    }
+  polar_rotation(d, U, V, R);
   for (int i = 0; i < d; i++) /* M = R^T dF */
     for (int j = 0; j < d; j++) {
       double t = 0;
@@ -197,9 +199,8 @@ void mpm_fcr_dpiola(int d, double mu, double lambda, const double *F, const doub
     for (int k = 0; k < 9; k++) A[k] = (k % 4 == 0 ? trS : 0.0) - S[k];
     b[0] = M[7] - M[5], b[1] = M[2] - M[6], b[2] = M[3] - M[1]; /* axial(M - M^T) */
     double Ai[9];
-    const double det = mpm_det(3, A);
-    cofactor(3, A, Ai); /* A^-1 = cof(A)^T / det */
-    for (int i = 0; i < 3; i++) w[i] = (Ai[0 * 3 + i] * b[0] + Ai[1 * 3 + i] * b[1] + Ai[2 * 3 + i] * b[2]) / det;
+    mpm_inverse(3, A, Ai);
+    for (int i = 0; i < 3; i++) w[i] = Ai[i * 3 + 0] * b[0] + Ai[i * 3 + 1] * b[1] + Ai[i * 3 + 2] * b[2];
     W[1] = -w[2], W[2] = w[1], W[3] = w[2], W[5] = -w[0], W[6] = -w[1], W[7] = w[0];
   }
   mpm_matmul(d, R, W, dR);
