@@ -1962,6 +1962,31 @@ static void test_fcr_dpiola(int d)
   CHECK(esym, 0, 1e-13, "%dD fixed corotated: dG : dP(dF) = dF : dP(dG) (symmetric Hessian)", d);
 }
 
+/* The isotropic linearization of the fixed-corotated stress (what the
+ * implicit integrators apply) against the closed-form Hessian action, at
+ * distinct and repeated singular values, and its symmetry. */
+static void test_fcr_trial(int d)
+{
+  const double mu = 1.3, lambda = 2.1;
+  double       err = 0;
+  for (int r = 0; r < 60; r++) {
+    double F[9], dF[9], P[9], Pref[9], dP[9], dPref[9], R1[9], R2[9], sv[3] = {urange(0.9, 1.1), urange(0.9, 1.1), urange(0.9, 1.1)};
+    MPMIsoLinearization lin;
+    if (r % 3 == 1) sv[1] = sv[0];
+    if (r % 3 == 2) sv[0] = sv[1] = sv[2] = 0.97; /* all equal: the clamped state at rest */
+    random_rotation(d, R1);
+    random_rotation(d, R2);
+    rot_diag_rot(d, R1, sv, R2, F);
+    for (int a = 0; a < d * d; a++) dF[a] = urange(-1, 1);
+    mpm_fcr_trial_piola(d, mu, lambda, F, P, &lin);
+    mpm_fcr_piola(d, mu, lambda, F, Pref);
+    mpm_iso_dpiola(&lin, dF, dP);
+    mpm_fcr_dpiola(d, mu, lambda, F, dF, dPref);
+    err = fmax(err, fmax(maxdiff(d * d, P, Pref) / maxabs(d * d, Pref), maxdiff(d * d, dP, dPref) / maxabs(d * d, dPref)));
+  }
+  CHECK(err, 0, 1e-12, "%dD fixed corotated: isotropic linearization = closed-form P and dP (60 F, repeated)", d);
+}
+
 /* One material point: the seed's parameters (Table 2), uniaxial compression
  * in 1 % steps from rest; after each step the clamped F_E, J_P = det F / det
  * F_E and the hardened stress. */
@@ -2070,6 +2095,8 @@ int main(void)
     test_energy_stress(dim, "fixed corotated", mpm_fcr_energy, mpm_fcr_stress);
     test_fcr_inverted(dim);
     test_fcr_dpiola(dim);
+    test_fcr_trial(dim);
+    test_trial_elastic(dim, "fixed corotated", mpm_fcr_trial_piola, mpm_fcr_stress);
     test_snow(dim);
   }
 

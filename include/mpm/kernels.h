@@ -201,6 +201,7 @@ typedef struct {
   double U[9], V[9]; /* Fhat = U diag(s) V^T, row-major, columns are the singular vectors */
   double s[3], g[3]; /* singular values of Fhat and of P */
   double dg[9];      /* dg[k*dim+l] = d g_k / d s_l */
+  int    definite;   /* 1: mpm_iso_definite made the tangent positive semidefinite */
 } MPMIsoLinearization;
 
 /* The implicit force's stress: P(Z(Fhat)), Hencky's first Piola-Kirchhoff
@@ -216,6 +217,13 @@ void mpm_neohookean_trial_piola(int dim, double mu, double lambda, const double 
 /* dP = dP/dFhat : dF, the derivative of the stress linearized in lin (not
  * symmetric in general: plastic flow on the cone is non-associative). */
 void mpm_iso_dpiola(const MPMIsoLinearization *lin, const double *dF, double *dP);
+/* The definiteness fix of Teran et al. 2005 for a hyperelastic linearization
+ * (dg symmetric): dg projected onto the positive semidefinite matrices and
+ * the 2x2 rotation/shear blocks' eigenvalues (g_k - g_l)/(s_k - s_l) and
+ * (g_k + g_l)/(s_k + s_l) clamped at 0 in mpm_iso_dpiola.  Compressed
+ * fixed-corotated material has negative rotational stiffness; kept, a
+ * linearized implicit step with dt^2 k / m > 1 amplifies it. */
+void mpm_iso_definite(MPMIsoLinearization *lin);
 
 /* For the assembled preconditioner of the implicit integrator: the
  * isotropic moduli (mu, lambda) a linearization behaves like (softened on
@@ -245,6 +253,9 @@ void   mpm_fcr_piola(int dim, double mu, double lambda, const double *F, double 
 void   mpm_fcr_stress(int dim, double mu, double lambda, const double *F, double *tau);
 /* dP = d^2 psi / dF dF : dF of the fixed-corotated energy (symmetric). */
 void   mpm_fcr_dpiola(int dim, double mu, double lambda, const double *F, const double *dF, double *dP);
+/* P of mpm_fcr_piola and its linearization as an isotropic function of the
+ * singular values, for mpm_iso_dpiola (the implicit integrators). */
+void   mpm_fcr_trial_piola(int dim, double mu, double lambda, const double *F, double *P, MPMIsoLinearization *lin);
 
 typedef struct {
   int    dim;

@@ -221,6 +221,7 @@ typedef struct {
   MPMPlacedShape ps;
   PetscInt       species, mat, ppc;
   double         density, vel[3], jitter;
+  double         density_variation; /* particle masses vary uniformly by +- this fraction [-] */
   double         grad[9], wavevector[3]; /* affine and sine initial velocity */
   PetscBool      sine, clip;
   MPMSampling    sampling;

@@ -45,6 +45,7 @@ static PetscErrorCode RegionSetUp(MPMSim sim, PetscInt r, const char *name)
   PetscCall(MPMSpeciesFindMaterial(sim, "-material of a region", mname, &R->species, &R->mat));
   R->density = sim->species[R->species]->matinfo[R->mat].density;
   PetscCall(MPMOptionsReal("-density", "Density, default the material's [kg/m^3]", NULL, R->density, &R->density, NULL));
+  PetscCall(MPMOptionsReal("-density_variation", "Random particle density: uniform in density (1 +- this fraction), as Stomakhin et al.'s snowballs [-]", NULL, R->density_variation, &R->density_variation, NULL));
   PetscCall(MPMOptionsInt("-ppc", "Particles per cell along each axis [-]", NULL, R->ppc, &R->ppc, NULL));
   PetscCall(MPMOptionsEList("-sampling", "Particle placement", NULL, SamplingNames, 2, SamplingNames[sampling], &sampling, NULL));
   PetscCall(MPMOptionsReal("-jitter", "Random displacement as a fraction of the particle spacing (jitter sampling) [-]", NULL, R->jitter, &R->jitter, NULL));
@@ -55,6 +56,7 @@ static PetscErrorCode RegionSetUp(MPMSim sim, PetscInt r, const char *name)
   PetscOptionsEnd();
   R->sampling = (MPMSampling)sampling;
   PetscCheck(R->density > 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sdensity must be > 0 kg/m^3, got %g", prefix, R->density);
+  PetscCheck(R->density_variation >= 0 && R->density_variation < 1, sim->comm, PETSC_ERR_USER_INPUT, "-%sdensity_variation must be in [0, 1), got %g", prefix, R->density_variation);
   PetscCheck(R->ppc >= 1 && R->ppc <= 8, sim->comm, PETSC_ERR_USER_INPUT, "-%sppc must be in [1, 8], got %" PetscInt_FMT, prefix, R->ppc);
   PetscCheck(R->jitter >= 0 && R->jitter <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-%sjitter must be in [0, 1], got %g", prefix, R->jitter);
   PetscCheck(MPMPlacedShapeBBox(&R->ps, sim->dim, lo, hi), sim->comm, PETSC_ERR_USER_INPUT,
@@ -171,7 +173,7 @@ static PetscErrorCode SeedRegion(MPMSim sim, PetscInt r)
         if (f_C >= 0)
           for (PetscInt a = 0; a < d * d; a++) MPMFieldReal(p, f_C)[start * d * d + a] = C[a];
         for (PetscInt a = 0; a < d; a++) MPMFieldReal(p, p->f_x)[start * d + a] = x[a];
-        MPMFieldReal(p, p->f_m)[start]    = R->density * vol;
+        MPMFieldReal(p, p->f_m)[start]    = R->density * vol * (R->density_variation > 0 ? 1.0 + R->density_variation * (2.0 * mpm_uniform(sim->seed, (uint64_t)id, 3) - 1.0) : 1.0);
         MPMFieldReal(p, p->f_V0)[start]   = vol;
         MPMFieldInt32(p, p->f_mat)[start] = (int32_t)R->mat;
       }

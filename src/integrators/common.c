@@ -3,6 +3,8 @@
  * stress), and the end-of-step commit of the materials. */
 #include "integrators.h"
 
+const char *const MPMTransferNames[] = {"apic", "flip", "aflip", "MPMTransfer", "MPM_TRANSFER_", NULL};
+
 /* ------------------------------------------------------ derived output */
 /* Volume, pressure -tr(sigma)/d and the norm of the deviatoric Cauchy
  * stress, sigma = tau / J, J = det(F_E) Jp. */
@@ -92,6 +94,50 @@ PetscErrorCode MPMIntegratorCommit(MPMSpecies *sp, const MPMStressFields *f)
   }
   PetscCall(PetscLogEventEnd(MPM_EVENT_CONSTITUTIVE, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Largest P-wave speed over everything that can put particles in the run:
+ * every material at its own density and at the densities of the regions
+ * (the lightest of a random variation) and emitters that use it. */
+double MPMIntegratorWaveSpeed(const MPMSim sim)
+{
+  double c = 0;
+  for (PetscInt s = 0; s < sim->nspecies; s++)
+    for (PetscInt m = 0; m < sim->species[s]->nmat; m++) {
+      const MPMMaterial mat = sim->species[s]->mat[m];
+      c                     = PetscMax(c, mat->ops.wave_speed(mat, mat->density));
+    }
+  for (PetscInt r = 0; r < sim->nreg; r++) {
+    const MPMMaterial m = sim->species[sim->reg[r].species]->mat[sim->reg[r].mat];
+    c                   = PetscMax(c, m->ops.wave_speed(m, sim->reg[r].density * (1.0 - sim->reg[r].density_variation)));
+  }
+  for (PetscInt e = 0; e < sim->nem; e++) {
+    const MPMMaterial m = sim->species[sim->em[e].species]->mat[sim->em[e].mat];
+    c                   = PetscMax(c, m->ops.wave_speed(m, sim->em[e].density));
+  }
+  return c;
+}
+
+/* The largest ops.stiffening of the species' particles on this rank (at
+ * least 1), or 0 if no material has the op (then nothing is read). */
+double MPMIntegratorStiffening(MPMSpecies *sp, const MPMStressFields *f)
+{
+  MPMParticles  *p = &sp->p;
+  const int32_t *mat;
+  double         s = 1.0;
+  PetscBool      any = PETSC_FALSE;
+  for (PetscInt m = 0; m < sp->nmat; m++) any = any || sp->mat[m]->ops.stiffening;
+  if (!any) return 0.0;
+  mat = MPMFieldInt32(p, p->f_mat);
+  for (PetscInt q0 = 0, q1; q0 < p->n; q0 = q1) {
+    const MPMMaterial m = sp->mat[mat[q0]];
+    MPMMaterialPoints pts;
+    for (q1 = q0 + 1; q1 < p->n && mat[q1] == mat[q0]; q1++) {}
+    if (!m->ops.stiffening) continue;
+    MPMMaterialsPoints(sp, &f->mf, f->f_tau, q0, &pts);
+    s = PetscMax(s, m->ops.stiffening(m, (int)(q1 - q0), &pts));
+  }
+  return s;
 }
 
 

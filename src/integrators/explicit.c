@@ -10,12 +10,6 @@
  * deviatoric stress norm. */
 #include "integrators.h"
 
-/* APIC (Jiang et al. 2015, Klar et al.), PIC/FLIP, and affine FLIP: the
- * FLIP blend of the velocity with APIC's affine C kept and transferred
- * (Fei et al. 2021, "Revisiting integration in the material point method"). */
-typedef enum { MPM_TRANSFER_APIC = 0, MPM_TRANSFER_FLIP, MPM_TRANSFER_AFLIP } MPMTransfer;
-static const char *const TransferNames[] = {"apic", "flip", "aflip", "MPMTransfer", "MPM_TRANSFER_", NULL};
-
 
 typedef struct {
   MPMTransfer     transfer;
@@ -37,8 +31,8 @@ static PetscErrorCode ExplicitOptions(MPMIntegrator integ, MPMSim sim)
   ex->flip        = 0.95;
   ex->cfl_elastic = 0.5;
   PetscOptionsBegin(sim->comm, NULL, "Explicit integrator", NULL);
-  PetscCall(MPMOptionsEList("-transfer", "Particle-grid transfer: apic, flip (PIC/FLIP blend), aflip (affine FLIP: APIC's C with the FLIP blend)", NULL, TransferNames, 3,
-                            TransferNames[transfer], &transfer, NULL));
+  PetscCall(MPMOptionsEList("-transfer", "Particle-grid transfer: apic, flip (PIC/FLIP blend), aflip (affine FLIP: APIC's C with the FLIP blend)", NULL, MPMTransferNames, 3,
+                            MPMTransferNames[transfer], &transfer, NULL));
   PetscCall(MPMOptionsReal("-flip_blend", "FLIP fraction of the blend (with -transfer flip or aflip) [-]", NULL, ex->flip, &ex->flip, NULL));
   PetscCall(MPMOptionsReal("-cfl_elastic", "Elastic limit: dt <= cfl_elastic dx / c_p [-]", NULL, ex->cfl_elastic, &ex->cfl_elastic, NULL));
   PetscCall(MPMHeldPICOptions(PetscOptionsObject, &ex->held));
@@ -60,28 +54,6 @@ static PetscErrorCode ExplicitCheck(MPMIntegrator integ, MPMSim sim)
 }
 
 /* --------------------------------------------------------------- set-up */
-/* Largest P-wave speed over everything that can put particles in the run:
- * every material at its own density and at the densities of the regions
- * and emitters that use it. */
-static double WaveSpeed(const MPMSim sim)
-{
-  double c = 0;
-  for (PetscInt s = 0; s < sim->nspecies; s++)
-    for (PetscInt m = 0; m < sim->species[s]->nmat; m++) {
-      const MPMMaterial mat = sim->species[s]->mat[m];
-      c                     = PetscMax(c, mat->ops.wave_speed(mat, mat->density));
-    }
-  for (PetscInt r = 0; r < sim->nreg; r++) {
-    const MPMMaterial m = sim->species[sim->reg[r].species]->mat[sim->reg[r].mat];
-    c                   = PetscMax(c, m->ops.wave_speed(m, sim->reg[r].density));
-  }
-  for (PetscInt e = 0; e < sim->nem; e++) {
-    const MPMMaterial m = sim->species[sim->em[e].species]->mat[sim->em[e].mat];
-    c                   = PetscMax(c, m->ops.wave_speed(m, sim->em[e].density));
-  }
-  return c;
-}
-
 static PetscErrorCode SpeciesSetUp(Explicit *ex, MPMSim sim, PetscInt s)
 {
   MPMSpecies      *sp = sim->species[s];
@@ -103,22 +75,25 @@ static PetscErrorCode ExplicitSetUp(MPMIntegrator integ, MPMSim sim)
   PetscFunctionBeginUser;
   PetscCheck(sim->nspecies <= 8, sim->comm, PETSC_ERR_SUP, "-integrator explicit supports at most 8 species");
   for (PetscInt s = 0; s < sim->nspecies; s++) PetscCall(SpeciesSetUp(ex, sim, s));
-  ex->wave_speed = WaveSpeed(sim);
+  ex->wave_speed = MPMIntegratorWaveSpeed(sim);
   PetscCheck(sim->dt_fixed == 0 || ex->wave_speed == 0 || sim->dt_fixed <= h / ex->wave_speed, sim->comm, PETSC_ERR_USER_INPUT,
              "-dt %g s exceeds the elastic stability limit dx/c_p = %g s (c_p = %g m/s): the run would blow up; use -dt <= %g or 0 (adaptive)", sim->dt_fixed, h / ex->wave_speed,
              ex->wave_speed, ex->cfl_elastic * h / ex->wave_speed);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The stable step: CFL on the fastest particle, the elastic wave limit and
- * the user maximum (or the fixed -dt). */
+/* The stable step: CFL on the fastest particle, the elastic wave limit
+ * (raised by the square root of the materials' stiffening, snow's
+ * hardening) and the user maximum (or the fixed -dt).  This rank's value:
+ * the driver takes the minimum over ranks. */
 static double ExplicitStableDt(MPMIntegrator integ, const MPMSim sim, double vmax)
 {
-  const Explicit *ex = (const Explicit *)integ->data;
+  Explicit *ex = (Explicit *)integ->data;
   if (sim->dt_fixed > 0) return sim->dt_fixed;
-  double dt = sim->dt_max;
+  double dt = sim->dt_max, stiff = 1;
+  for (PetscInt s = 0; s < sim->nspecies; s++) stiff = PetscMax(stiff, MPMIntegratorStiffening(sim->species[s], &ex->fields[s]));
   if (vmax > 0) dt = PetscMin(dt, sim->cfl * sim->layout.h / vmax);
-  if (ex->wave_speed > 0) dt = PetscMin(dt, ex->cfl_elastic * sim->layout.h / ex->wave_speed);
+  if (ex->wave_speed > 0) dt = PetscMin(dt, ex->cfl_elastic * sim->layout.h / (ex->wave_speed * sqrt(stiff)));
   return dt;
 }
 

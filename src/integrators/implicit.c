@@ -25,7 +25,18 @@
  * explicit path.
  * After the solve, friction and the impulses on the objects are applied as
  * in the explicit step, and G2P / the materials' commit move the particles.
- * A failed solve leaves everything untouched and asks for dt / 2. */
+ * A failed solve leaves everything untouched and asks for dt / 2.
+ *
+ * -integrator semi_implicit (Stomakhin et al. 2013, eq. 9) is the same
+ * operator linearized once, at the step's start (F_E^n, each particle's
+ * stiffness made positive semidefinite unless -semi_implicit_definite
+ * false), and solved once: (M + beta dt^2 K) v = M v^n + dt (M g + f^n),
+ * SNESKSPONLY with KSPCR (the seed's conjugate residual; MINRES and CG
+ * also apply, the system being symmetric), prefix semi_implicit_.  The
+ * force after the solve is the linearized one, f^n - beta dt K u, so the
+ * grid velocity is the solve's; plasticity and hardening follow in the
+ * materials' commit, and a solution that would invert a particle is
+ * refused (dt / 2).  The transfers are APIC, PIC/FLIP or affine FLIP. */
 #include "integrators.h"
 #include <petscsnes.h>
 
@@ -48,6 +59,11 @@ typedef struct {
   double              *A;   /* per particle dim x dim: grad u, then the stress to scatter */
   PetscInt             nown;
   double              *Pi, *c; /* per owned node: u = Pi v + c, the collision projection with the step's contact set */
+  PetscBool            semi;   /* -integrator semi_implicit: the force linearized at the step's start */
+  double               beta;   /* the stiffness's weight in the system (semi-implicit; 1: backward Euler) */
+  Vec                  f0;     /* semi-implicit: dt f at the step's start (owned nodes) */
+  PetscBool            bad0;   /* semi-implicit: some particle's F_E is inverted at the start (this rank) */
+  PetscBool            definite; /* semi-implicit: each particle's tangent made positive semidefinite */
 } ImplicitSpecies;
 
 /* The matrix PETSc's preconditioner is built from (-implicit_pmat). */
@@ -56,7 +72,15 @@ static const char *const PmatNames[] = {"diagonal", "elastic", "tangent"};
 
 typedef struct {
   MPMHeldPIC      held; /* the static-friction fix in G2P, as explicit */
-  double          cfl_elastic, flip_blend; /* read and not used (the explicit integrator's) */
+  double          cfl_elastic; /* read and not used (the explicit integrator's) */
+  PetscBool       semi;        /* -integrator semi_implicit */
+  double          beta;        /* -semi_implicit_beta */
+  PetscBool       definite;    /* -semi_implicit_definite */
+  PetscBool       check_operator; /* -<prefix>check_operator */
+  double          cfl_hardened; /* -semi_implicit_cfl_elastic: dt <= this dx / (c_p sqrt(stiffening)) */
+  double          wave_speed;   /* largest P-wave speed at rest (MPMIntegratorWaveSpeed) */
+  MPMTransfer     transfer;    /* apic; semi-implicit also flip and aflip */
+  double          flip;        /* FLIP fraction (< 0: APIC) */
   PetscInt        max_halvings;
   PetscInt        pmat;
   PetscInt        halvings; /* consecutive failed attempts of the current step */
@@ -194,18 +218,100 @@ static PetscErrorCode TrialStresses(ImplicitSpecies *is, PetscBool *bad)
         continue;
       }
       m->ops.trial_stress(m, &pts, (int)(q - q0), A, P, &is->lin[q]);
+      if (is->definite) mpm_iso_definite(&is->lin[q]);
       StressTimesFT(d, -is->dt * V0[q], P, Fe + q * d * d, A);
     }
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* fg = dt f(u) on the owned nodes. */
+/* The Jacobian's pointwise part for particle q: from G = grad du,
+ * dFhat = dt G F, A = -beta dt V0 dP(dFhat) F^T (then d(dt f) = -beta K du). */
+static void JacobianPoint(int q, const double *G, double *A, void *ctx)
+{
+  const ImplicitSpecies *is = (const ImplicitSpecies *)ctx;
+  const MPMParticles    *p  = &is->sp->p;
+  const int              d  = (int)p->dim;
+  const double          *F = MPMFieldReal(p, is->f.f_Fe) + q * d * d, V0 = MPMFieldReal(p, p->f_V0)[q];
+  double                 dF[9] = {0}, dP[9];
+  mpm_matmul(d, G, F, dF);
+  for (int c = 0; c < d * d; c++) dF[c] *= is->dt;
+  mpm_iso_dpiola(&is->lin[q], dF, dP);
+  StressTimesFT(d, -is->dt * V0 * is->beta, dP, F, A);
+}
+
+/* fg = -beta K du on the owned nodes (K dt^2 the stiffness at the
+ * linearizations in is->lin), du the gathered is->ul: G2P of grad du, the
+ * linearized stress and P2G of its divergence in one pass. */
+static PetscErrorCode StiffnessAction(ImplicitSpecies *is)
+{
+  MPMParticles      *p = &is->sp->p;
+  const PetscScalar *ul;
+  PetscScalar       *fl;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecZeroEntries(is->fl));
+  PetscCall(VecGetArrayRead(is->ul, &ul));
+  PetscCall(VecGetArray(is->fl, &fl));
+  mpm_gradient_divergence(&is->vel->box, (int)p->n, MPMFieldReal(p, p->f_x), ul, JacobianPoint, is, fl);
+  PetscCall(VecRestoreArray(is->fl, &fl));
+  PetscCall(VecRestoreArrayRead(is->ul, &ul));
+  PetscCall(MPMGhostScatterAddVec(is->vel, is->fl, is->fg));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Semi-implicit, after the solve: does u (gathered in is->ul) invert a
+ * particle, det (I + dt grad u) F_E <= 0?  (The implicit residual refuses
+ * such u; a linear solve cannot, and one inverted particle's clamp would
+ * flip the sign of its J_P.)  This rank only. */
+static PetscErrorCode Inverts(ImplicitSpecies *is, PetscBool *bad)
+{
+  MPMParticles      *p = &is->sp->p;
+  const int          d = (int)p->dim, n = (int)p->n;
+  const double      *Fe = MPMFieldReal(p, is->f.f_Fe);
+  const PetscScalar *ul;
+
+  PetscFunctionBeginUser;
+  *bad = PETSC_FALSE;
+  PetscCall(Scratch(is));
+  PetscCall(VecGetArrayRead(is->ul, &ul));
+  mpm_grid_gradient(&is->vel->box, n, MPMFieldReal(p, p->f_x), ul, 0, is->A);
+  PetscCall(VecRestoreArrayRead(is->ul, &ul));
+  for (int q = 0; q < n && !*bad; q++) {
+    double *A = is->A + q * d * d;
+    TrialF(d, is->dt, Fe + q * d * d, A);
+    const double J = mpm_det(d, A);
+    *bad = !(J > 0) || !PetscIsNormalReal(J);
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* fg = dt f(u) on the owned nodes: the return-mapped stress of the trial
+ * deformation (implicit), or the force linearized at the step's start,
+ * dt f^n - beta K u (semi-implicit, Stomakhin et al. eq. 9). */
 static PetscErrorCode Force(ImplicitSpecies *is, PetscBool *bad)
 {
   PetscFunctionBeginUser;
+  if (is->semi) {
+    *bad = is->bad0;
+    PetscCall(StiffnessAction(is));
+    PetscCall(VecAXPY(is->fg, 1.0, is->f0));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   PetscCall(TrialStresses(is, bad));
   PetscCall(Divergence(is));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Semi-implicit, once per step: the linearizations at F^n (u = 0) and the
+ * explicit force f0 = dt f(F^n). */
+static PetscErrorCode LinearizeAtStart(ImplicitSpecies *is)
+{
+  PetscFunctionBeginUser;
+  PetscCall(VecZeroEntries(is->ul));
+  PetscCall(TrialStresses(is, &is->bad0));
+  PetscCall(Divergence(is));
+  PetscCall(VecCopy(is->fg, is->f0));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -288,7 +394,7 @@ static PetscErrorCode Diagonal(ImplicitSpecies *is)
     mpm_iso_tangent(&is->lin[q], C);
     for (int a = 0; a < d; a++)
       for (int c = 0; c < d; c++)
-        for (int f = 0; f < d; f++) D[(size_t)q * d * d * d + (a * d + c) * d + f] = is->dt * is->dt * V0[q] * C[(a * d + c) * d * d + a * d + f];
+        for (int f = 0; f < d; f++) D[(size_t)q * d * d * d + (a * d + c) * d + f] = is->beta * is->dt * is->dt * V0[q] * C[(a * d + c) * d * d + a * d + f];
   }
   PetscCall(VecZeroEntries(is->fl));
   PetscCall(VecGetArray(is->fl, &fl));
@@ -353,7 +459,7 @@ static PetscErrorCode InsertPmat(ImplicitSpecies *is, Mat A, PetscBool pattern)
 {
   MPMParticles      *p = &is->sp->p;
   const int          d = (int)p->dim, n = (int)p->n, dof = (int)is->sp->grid->dof, nb = d * d;
-  const double      *X = MPMFieldReal(p, p->f_x), *V0 = MPMFieldReal(p, p->f_V0), *Fe = MPMFieldReal(p, is->f.f_Fe), dt2 = is->dt * is->dt;
+  const double      *X = MPMFieldReal(p, p->f_x), *V0 = MPMFieldReal(p, p->f_V0), *Fe = MPMFieldReal(p, is->f.f_Fe), dt2 = is->beta * is->dt * is->dt;
   const PetscScalar *pil, *mv;
   PetscInt           node[MPM_MAX_STENCIL * MPM_MAX_STENCIL * MPM_MAX_STENCIL], r0;
   int                at[MPM_MAX_STENCIL * MPM_MAX_STENCIL * MPM_MAX_STENCIL];
@@ -453,8 +559,10 @@ static PetscErrorCode FormJacobian(SNES snes, Vec X, Mat J, Mat Pmat, void *ctx)
   PetscBool        bad;
 
   PetscFunctionBeginUser;
-  PetscCall(Project(is, X));
-  PetscCall(TrialStresses(is, &bad)); /* the linearizations at X (X passed the residual's domain check); the force is not needed */
+  if (!is->semi) { /* semi-implicit: linearized once, at the step's start */
+    PetscCall(Project(is, X));
+    PetscCall(TrialStresses(is, &bad)); /* the linearizations at X (X passed the residual's domain check); the force is not needed */
+  }
   if (is->pmat == PMAT_DIAGONAL) {
     PetscCall(Diagonal(is));
     /* a new state, or PCJACOBI keeps the previous diagonal */
@@ -468,49 +576,25 @@ static PetscErrorCode FormJacobian(SNES snes, Vec X, Mat J, Mat Pmat, void *ctx)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* y = J x: dU = Pi x, K dU = P2G of dt V0 dP(dt grad dU F) F^T, y = Pi (m dU + K dU) + m (x - dU). */
-/* The Jacobian's pointwise part for particle q: from G = grad du,
- * dFhat = dt G F, A = -dt V0 dP(dFhat) F^T (then d(dt f) = -K du). */
-static void JacobianPoint(int q, const double *G, double *A, void *ctx)
-{
-  const ImplicitSpecies *is = (const ImplicitSpecies *)ctx;
-  const MPMParticles    *p  = &is->sp->p;
-  const int              d  = (int)p->dim;
-  const double          *F = MPMFieldReal(p, is->f.f_Fe) + q * d * d, V0 = MPMFieldReal(p, p->f_V0)[q];
-  double                 dF[9] = {0}, dP[9];
-  mpm_matmul(d, G, F, dF);
-  for (int c = 0; c < d * d; c++) dF[c] *= is->dt;
-  mpm_iso_dpiola(&is->lin[q], dF, dP);
-  StressTimesFT(d, -is->dt * V0, dP, F, A);
-}
-
+/* y = J x: du = Pi x, -beta K du (StiffnessAction), y = Pi (m du + beta K du) + m (x - du). */
 static PetscErrorCode JacobianMult(Mat J, Vec X, Vec Y)
 {
   ImplicitSpecies   *is;
-  MPMParticles      *p;
   int                d;
-  const PetscScalar *x, *ul;
-  PetscScalar       *u, *fl;
+  const PetscScalar *x;
+  PetscScalar       *u;
 
   PetscFunctionBeginUser;
   PetscCall(MatShellGetContext(J, &is));
   PetscCall(PetscLogEventBegin(MPM_EVENT_JACOBIAN_MULT, 0, 0, 0, 0));
-  p = &is->sp->p;
-  d = (int)p->dim;
+  d = (int)is->sim->dim;
   PetscCall(VecGetArrayRead(X, &x));
   PetscCall(VecGetArray(is->ug, &u));
   for (PetscInt nd = 0; nd < is->nown; nd++) MatVec(d, is->Pi + nd * d * d, x + nd * d, u + nd * d);
   PetscCall(VecRestoreArray(is->ug, &u));
   PetscCall(VecRestoreArrayRead(X, &x));
   PetscCall(MPMGhostGatherVec(is->vel, is->ug, is->ul));
-  /* G2P of grad du, the linearized stress, P2G of its divergence: one pass */
-  PetscCall(VecZeroEntries(is->fl));
-  PetscCall(VecGetArrayRead(is->ul, &ul));
-  PetscCall(VecGetArray(is->fl, &fl));
-  mpm_gradient_divergence(&is->vel->box, (int)p->n, MPMFieldReal(p, p->f_x), ul, JacobianPoint, is, fl);
-  PetscCall(VecRestoreArray(is->fl, &fl));
-  PetscCall(VecRestoreArrayRead(is->ul, &ul));
-  PetscCall(MPMGhostScatterAddVec(is->vel, is->fl, is->fg));
+  PetscCall(StiffnessAction(is));
   PetscCall(Rows(is, X, PETSC_FALSE, Y));
   PetscCall(PetscLogEventEnd(MPM_EVENT_JACOBIAN_MULT, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -541,6 +625,7 @@ static PetscErrorCode SolverDestroy(ImplicitSpecies *is)
   PetscCall(VecDestroy(&is->fl));
   PetscCall(VecDestroy(&is->fg));
   PetscCall(VecDestroy(&is->diag));
+  PetscCall(VecDestroy(&is->f0));
   PetscCall(PetscFree2(is->Pi, is->c));
   is->da = NULL;
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -579,7 +664,7 @@ static PetscErrorCode CheckSolverTypes(ImplicitSpecies *is, const char *prefix)
   PetscCall(SNESGetKSP(is->snes, &ksp));
   PetscCall(KSPGetType(ksp, &kt));
   for (size_t i = 0; i < sizeof(ksps) / sizeof(ksps[0]) && !ok; i++) PetscCall(PetscStrcmp(kt, ksps[i], &ok));
-  PetscCheck(ok, is->sim->comm, PETSC_ERR_USER_INPUT,
+  PetscCheck(ok || is->semi, is->sim->comm, PETSC_ERR_USER_INPUT,
              "-%sksp_type %s: the Newton systems of -integrator implicit are not symmetric; allowed: gmres, fgmres, lgmres, dgmres, pgmres, bcgs, ibcgs, fbcgs, bcgsl, gcr, tfqmr, richardson",
              prefix, kt);
   if (is->pmat != PMAT_DIAGONAL) PetscFunctionReturn(PETSC_SUCCESS);
@@ -611,8 +696,10 @@ static PetscErrorCode RigidBodyModes(ImplicitSpecies *is)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* SNES (Newton, line search on |R|), the MatShell and its work vectors on
- * the velocity field's DMDA; defaults then -implicit_* options. */
+/* SNES (Newton, line search on |R|; semi-implicit: one linear solve,
+ * SNESKSPONLY with the conjugate residual method), the MatShell and its
+ * work vectors on the velocity field's DMDA; defaults, then the options
+ * under the integrator's prefix. */
 static PetscErrorCode SolverSetUp(ImplicitSpecies *is, const char *prefix)
 {
   const PetscInt d = is->sim->dim;
@@ -629,6 +716,7 @@ static PetscErrorCode SolverSetUp(ImplicitSpecies *is, const char *prefix)
   PetscCall(VecDuplicate(is->vel->global, &is->ug));
   PetscCall(VecDuplicate(is->vel->global, &is->fg));
   PetscCall(VecDuplicate(is->vel->global, &is->diag));
+  PetscCall(VecDuplicate(is->vel->global, &is->f0));
   PetscCall(VecDuplicate(is->vel->local, &is->ul));
   PetscCall(VecDuplicate(is->vel->local, &is->fl));
   PetscCall(VecGetLocalSize(is->x, &nl));
@@ -641,11 +729,17 @@ static PetscErrorCode SolverSetUp(ImplicitSpecies *is, const char *prefix)
   PetscCall(SNESSetOptionsPrefix(is->snes, prefix));
   PetscCall(SNESSetFunction(is->snes, is->r, FormFunction, is));
   PetscCall(SNESSetJacobian(is->snes, is->J, is->J, FormJacobian, is));
-  PetscCall(SNESSetTolerances(is->snes, PETSC_DEFAULT, 1e-6, PETSC_DEFAULT, 20, PETSC_DEFAULT));
-  PetscCall(SNESSetMaxLinearSolveFailures(is->snes, 1000)); /* a Krylov solve stopped at max_it is an inexact Newton step, not a failure */
   PetscCall(SNESGetKSP(is->snes, &ksp));
-  PetscCall(KSPSetType(ksp, KSPGMRES));
-  PetscCall(KSPSetTolerances(ksp, 1e-4, PETSC_DEFAULT, PETSC_DEFAULT, 30));
+  if (is->semi) { /* the seed's conjugate residual on the symmetric system; a Krylov solve that fails halves dt */
+    PetscCall(SNESSetType(is->snes, SNESKSPONLY));
+    PetscCall(KSPSetType(ksp, KSPCR));
+    PetscCall(KSPSetTolerances(ksp, 1e-6, PETSC_DEFAULT, PETSC_DEFAULT, 500));
+  } else {
+    PetscCall(SNESSetTolerances(is->snes, PETSC_DEFAULT, 1e-6, PETSC_DEFAULT, 20, PETSC_DEFAULT));
+    PetscCall(SNESSetMaxLinearSolveFailures(is->snes, 1000)); /* a Krylov solve stopped at max_it is an inexact Newton step, not a failure */
+    PetscCall(KSPSetType(ksp, KSPGMRES));
+    PetscCall(KSPSetTolerances(ksp, 1e-4, PETSC_DEFAULT, PETSC_DEFAULT, 30));
+  }
   PetscCall(KSPGetPC(ksp, &pc));
   /* the assembled matrix: block Jacobi with ILU(0) on each rank (PETSc's own default for AIJ, which it cannot pick here: at set-up the operator is still the shell) */
   PetscCall(PCSetType(pc, is->pmat == PMAT_DIAGONAL ? PCJACOBI : PCBJACOBI));
@@ -657,11 +751,18 @@ static PetscErrorCode SolverSetUp(ImplicitSpecies *is, const char *prefix)
 }
 
 /* ------------------------------------------------------------- set-up */
+/* -<prefix>NAME */
+static const char *Opt(const MPMIntegrator integ, const char *name, char *buf, size_t len)
+{
+  PetscSNPrintf(buf, len, "-%s%s", integ->prefix, name);
+  return buf;
+}
+
 static PetscErrorCode ImplicitOptions(MPMIntegrator integ, MPMSim sim)
 {
   Implicit *im;
-  char      transfer[16] = "apic";
-  PetscBool apic;
+  PetscInt  transfer = MPM_TRANSFER_APIC;
+  char      title[256], o1[64], o2[64], o3[64], o4[64], o5[64], o6[64];
 
   PetscFunctionBeginUser;
   PetscCall(PetscNew(&im));
@@ -669,20 +770,31 @@ static PetscErrorCode ImplicitOptions(MPMIntegrator integ, MPMSim sim)
   im->max_halvings = 6;
   im->pmat         = PMAT_DIAGONAL;
   im->dt_cap       = PETSC_INFINITY;
-  PetscOptionsBegin(sim->comm, NULL, "Implicit integrator (Klar et al. 2016 s. 5.6; solver options -implicit_snes_*, -implicit_ksp_*, -implicit_pc_*)", NULL);
+  im->beta         = 1.0;
+  im->flip         = 0.95;
+  im->definite     = PETSC_TRUE;
+  im->cfl_hardened = 16.0;
+  PetscCall(PetscStrcmp(integ->type, "semi_implicit", &im->semi));
+  if (im->semi) PetscCall(PetscSNPrintf(title, sizeof(title), "Semi-implicit integrator (Stomakhin et al. 2013 eq. 9; solver options -%sksp_*, -%spc_*)", integ->prefix, integ->prefix));
+  else PetscCall(PetscSNPrintf(title, sizeof(title), "Implicit integrator (Klar et al. 2016 s. 5.6; solver options -%ssnes_*, -%sksp_*, -%spc_*)", integ->prefix, integ->prefix, integ->prefix));
+  PetscOptionsBegin(sim->comm, NULL, title, NULL);
   PetscCall(MPMHeldPICOptions(PetscOptionsObject, &im->held));
-  PetscCall(MPMOptionsReal("-cfl_elastic", "Explicit integrator only (the implicit step has no elastic limit): accepted so that one deck runs with either integrator", NULL, im->cfl_elastic,
-                           &im->cfl_elastic, NULL));
-  PetscCall(MPMOptionsReal("-flip_blend", "Explicit integrator only (the implicit one transfers with APIC): accepted so that one deck runs with either integrator", NULL, im->flip_blend,
-                           &im->flip_blend, NULL));
-  PetscCall(PetscOptionsString("-transfer", "Particle-grid transfer: the implicit integrator has apic only", NULL, transfer, transfer, sizeof(transfer), NULL));
-  PetscCall(MPMOptionsEList("-implicit_pmat",
-                            "The matrix the Newton systems are preconditioned with: diagonal (the Jacobian's exact diagonal, matrix-free; PCJACOBI), tangent (the exact Jacobian assembled at every Newton iterate; block Jacobi-ILU(0), or -implicit_pc_type lu, gamg, ...), elastic (the same with each particle's linear-elastic moduli in place of its tangent: symmetric)",
+  PetscCall(MPMOptionsReal("-cfl_elastic", "Explicit integrator only (no elastic limit here): accepted so that one deck runs with either integrator", NULL, im->cfl_elastic, &im->cfl_elastic, NULL));
+  PetscCall(MPMOptionsEList("-transfer", im->semi ? "Particle-grid transfer: apic, flip (PIC/FLIP blend, the seed's), aflip (APIC's C with the FLIP blend)" : "Particle-grid transfer: the implicit integrator has apic only", NULL, MPMTransferNames, 3, MPMTransferNames[transfer], &transfer, NULL));
+  PetscCall(MPMOptionsReal("-flip_blend", im->semi ? "FLIP fraction of the blend (with -transfer flip or aflip) [-]" : "Explicit and semi-implicit integrators only: accepted so that one deck runs with either integrator", NULL, im->flip, &im->flip, NULL));
+  PetscCall(MPMOptionsEList(Opt(integ, "pmat", o1, sizeof(o1)),
+                            "The matrix the linear systems are preconditioned with: diagonal (the operator's exact diagonal, matrix-free; PCJACOBI), tangent (the exact Jacobian assembled; block Jacobi-ILU(0), or -<prefix>pc_type lu, gamg, ...), elastic (the same with each particle's linear-elastic moduli in place of its tangent: symmetric)",
                             NULL, PmatNames, 3, PmatNames[im->pmat], &im->pmat, NULL));
-  PetscCall(PetscOptionsInt("-implicit_max_halvings", "Halve dt at most this many times in a row when Newton fails (or let repeated halvings take dt below 2^-N of the step where they began), then stop with an error", NULL, im->max_halvings, &im->max_halvings, NULL));
+  PetscCall(PetscOptionsInt(Opt(integ, "max_halvings", o2, sizeof(o2)), "Halve dt at most this many times in a row when the solve fails (or let repeated halvings take dt below 2^-N of the step where they began), then stop with an error", NULL, im->max_halvings, &im->max_halvings, NULL));
+  PetscCall(PetscOptionsBool(Opt(integ, "check_operator", o6, sizeof(o6)), "Every step, print the operator's symmetry |y'Ax - x'Ay| / |x'Ay| and its smallest Rayleigh quotient x'Ax / x'x on random vectors (tests; a symmetric solver needs both)", NULL, im->check_operator, &im->check_operator, NULL));
+  if (im->semi) PetscCall(PetscOptionsBool(Opt(integ, "definite", o4, sizeof(o4)), "Make each particle's stiffness positive semidefinite (Teran et al. 2005): compressed snow's negative rotational stiffness, linearized, blows up at large dt (false: the seed's exact Hessian)", NULL, im->definite, &im->definite, NULL));
+  if (im->semi)
+    PetscCall(MPMOptionsReal(Opt(integ, "cfl_elastic", o5, sizeof(o5)), "dt <= this dx / (c_p sqrt(h)), h the materials' largest stiffening (snow's hardening exp(xi (1 - J_P))); 0: no limit.  Measured: 2D snowballs at dx = 1 cm and dt_max = 1e-3 s ran with 16, one blew up without (docs/validation.md, \"Snow\") [-]", NULL, im->cfl_hardened, &im->cfl_hardened, NULL));
+  if (im->semi)
+    PetscCall(MPMOptionsReal(Opt(integ, "beta", o3, sizeof(o3)), "Implicitness of the linearized force: 0 explicit, 0.5 trapezoidal, 1 backward Euler (the seed's eq. 9; default 1, the stablest) [-]", NULL, im->beta, &im->beta, NULL));
   PetscOptionsEnd();
-  PetscCall(PetscStrcmp(transfer, "apic", &apic));
-  PetscCheck(apic, sim->comm, PETSC_ERR_USER_INPUT, "-transfer %s: -integrator implicit transfers with apic only (allowed: apic)", transfer);
+  im->transfer = (MPMTransfer)transfer;
+  PetscCheck(im->semi || im->transfer == MPM_TRANSFER_APIC, sim->comm, PETSC_ERR_USER_INPUT, "-transfer %s: -integrator implicit transfers with apic only (allowed: apic; -integrator semi_implicit has apic, flip, aflip)", MPMTransferNames[transfer]);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -692,26 +804,35 @@ static PetscErrorCode ImplicitCheck(MPMIntegrator integ, MPMSim sim)
 
   PetscFunctionBeginUser;
   PetscCall(MPMHeldPICCheck(sim, &im->held));
-  PetscCheck(im->max_halvings >= 0 && im->max_halvings <= 30, sim->comm, PETSC_ERR_USER_INPUT, "-implicit_max_halvings must be in [0, 30], got %" PetscInt_FMT, im->max_halvings);
+  PetscCheck(im->max_halvings >= 0 && im->max_halvings <= 30, sim->comm, PETSC_ERR_USER_INPUT, "-%smax_halvings must be in [0, 30], got %" PetscInt_FMT, integ->prefix, im->max_halvings);
+  PetscCheck(im->cfl_hardened >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-%scfl_elastic must be >= 0 (0: no limit), got %g", integ->prefix, im->cfl_hardened);
+  PetscCheck(im->beta >= 0 && im->beta <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-%sbeta must be in [0, 1] (0 explicit, 0.5 trapezoidal, 1 backward Euler), got %g", integ->prefix, im->beta);
+  PetscCheck(!im->semi || (im->flip >= 0 && im->flip <= 1), sim->comm, PETSC_ERR_USER_INPUT, "-flip_blend must be in [0, 1], got %g", im->flip);
+  if (im->transfer == MPM_TRANSFER_APIC) im->flip = -1; /* the transfers take flip < 0 as APIC */
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 static PetscErrorCode ImplicitSetUp(MPMIntegrator integ, MPMSim sim)
 {
   Implicit *im = (Implicit *)integ->data;
-  char      name[2 * MPM_NAME_LEN];
+  char      name[2 * MPM_NAME_LEN], who[2 * MPM_NAME_LEN];
 
   PetscFunctionBeginUser;
-  PetscCheck(sim->nspecies <= 8, sim->comm, PETSC_ERR_SUP, "-integrator implicit supports at most 8 species");
+  PetscCall(PetscSNPrintf(who, sizeof(who), "-integrator %s", integ->type));
+  PetscCheck(sim->nspecies <= 8, sim->comm, PETSC_ERR_SUP, "%s supports at most 8 species", who);
   for (PetscInt s = 0; s < sim->nspecies; s++) {
     ImplicitSpecies *is = &im->s[s];
     MPMSpecies      *sp = sim->species[s];
-    for (PetscInt m = 0; m < sp->nmat; m++) PetscCall(MPMMaterialRequire(sp->mat[m], MPM_MATERIAL_DSTRESS, "-integrator implicit"));
-    is->sim = sim;
-    is->sp  = sp;
+    for (PetscInt m = 0; m < sp->nmat; m++) PetscCall(MPMMaterialRequire(sp->mat[m], MPM_MATERIAL_DSTRESS, who));
+    is->sim  = sim;
+    is->sp   = sp;
+    is->semi = im->semi;
+    is->beta = im->beta;
+    is->definite = im->semi && im->definite;
     PetscCall(MPMIntegratorStressFields(sp, &is->f));
     PetscCall(PetscSNPrintf(name, sizeof(name), "%s_momentum", sp->name));
-    PetscCall(MPMGridFieldCreate(sim, name, 1 + sim->dim, PETSC_FALSE, &sp->grid)); /* m and m v^n, then the held flag and v^{n+1} for G2P */
+    /* m and m v^n, then the held flag and v^{n+1} for G2P (and v^n for FLIP) */
+    PetscCall(MPMGridFieldCreate(sim, name, 1 + (im->transfer == MPM_TRANSFER_APIC ? 1 : 2) * sim->dim, PETSC_FALSE, &sp->grid));
     PetscCall(PetscSNPrintf(name, sizeof(name), "%s_velocity", sp->name));
     PetscCall(MPMGridFieldCreate(sim, name, sim->dim, PETSC_FALSE, &is->vel));
     is->pmat = (int)im->pmat;
@@ -721,22 +842,30 @@ static PetscErrorCode ImplicitSetUp(MPMIntegrator integ, MPMSim sim)
       PetscCall(MPMGridFieldCreate(sim, name, sim->dim * sim->dim, PETSC_FALSE, &is->proj));
       PetscCall(PetscMalloc1(nk * nk, &is->Ke));
     }
-    PetscCall(SolverSetUp(is, integ->prefix)); /* reads the -implicit_* options now, before the unused-option check */
+    PetscCall(SolverSetUp(is, integ->prefix)); /* reads the -<prefix>* options now, before the unused-option check */
   }
+  if (im->semi && im->cfl_hardened > 0) im->wave_speed = MPMIntegratorWaveSpeed(sim);
   im->st.n = NSTAT;
-  PetscCall(PetscStrncpy(im->st.name[STAT_NEWTON], "newton_its", sizeof(im->st.name[0])));
+  PetscCall(PetscStrncpy(im->st.name[STAT_NEWTON], im->semi ? "linear_solves" : "newton_its", sizeof(im->st.name[0])));
   PetscCall(PetscStrncpy(im->st.name[STAT_KSP], "ksp_its", sizeof(im->st.name[0])));
   PetscCall(PetscStrncpy(im->st.name[STAT_HALVINGS], "dt_halvings", sizeof(im->st.name[0])));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* CFL on the particle velocity only: no elastic wave limit. */
+/* CFL on the particle velocity; no elastic wave limit, except the
+ * semi-implicit one on hardened material (-semi_implicit_cfl_elastic).
+ * This rank's value: the driver takes the minimum over ranks. */
 static double ImplicitStableDt(MPMIntegrator integ, const MPMSim sim, double vmax)
 {
-  const Implicit *im = (const Implicit *)integ->data;
+  Implicit *im = (Implicit *)integ->data;
   if (sim->dt_fixed > 0) return sim->dt_fixed;
   double dt = PetscMin(sim->dt_max, im->dt_cap);
   if (vmax > 0) dt = PetscMin(dt, sim->cfl * sim->layout.h / vmax);
+  if (im->wave_speed > 0) {
+    double stiff = 0; /* 0: no hardening material, no limit */
+    for (PetscInt s = 0; s < sim->nspecies; s++) stiff = PetscMax(stiff, MPMIntegratorStiffening(sim->species[s], &im->s[s].f));
+    if (stiff > 0) dt = PetscMin(dt, im->cfl_hardened * sim->layout.h / (im->wave_speed * sqrt(stiff)));
+  }
   return dt;
 }
 
@@ -744,20 +873,29 @@ static double ImplicitStableDt(MPMIntegrator integ, const MPMSim sim, double vma
 /* P2G of mass and momentum; on the owned nodes: slot 0 m, slots 1..d v^n,
  * the first guess v^n + dt g into the iterate (adding the explicit impulse
  * of the stored stress doubled the Newton iterations at 12x the explicit
- * step: beyond its stability limit it overshoots), and the contact set. */
-static PetscErrorCode Predict(ImplicitSpecies *is, double dt)
+ * step: beyond its stability limit it overshoots), and the contact set.
+ * Semi-implicit: the linearization at the step's start and the guess 0, the
+ * point SNESKSPONLY linearizes at.  The contact set is that of v^n + dt g
+ * there too, not of v* = v^n + dt (g + f^n / m) as in the seed's section 8:
+ * a snowball pressed into a wall pushes its nodes off it in v*, they leave
+ * the set, the solve moves them back in, the collision after it stops them
+ * and compacts the snow, step after step; at dt = 5e-4 s (dx 1 cm) the
+ * snow near the wall compacted to J_P = 0.35 and the run blew up, which it
+ * does not with this set (docs/validation.md, "Snow"). */
+static PetscErrorCode Predict(const Implicit *im, ImplicitSpecies *is, double dt)
 {
   const MPMSim    sim = is->sim;
   MPMSpecies     *sp  = is->sp;
   MPMParticles   *p   = &sp->p;
   const int       d = (int)sim->dim, dof = (int)sp->grid->dof;
   const double    gs = MPMGravityScale(sim);
-  MPMParticleView v  = {(int)p->n, MPMFieldReal(p, p->f_x), MPMFieldReal(p, p->f_v), MPMFieldReal(p, is->f.f_C), MPMFieldReal(p, is->f.f_Fe),
+  MPMParticleView v  = {(int)p->n, MPMFieldReal(p, p->f_x), MPMFieldReal(p, p->f_v), im->transfer == MPM_TRANSFER_FLIP ? NULL : MPMFieldReal(p, is->f.f_C), MPMFieldReal(p, is->f.f_Fe),
                         MPMFieldReal(p, is->f.f_tau), MPMFieldReal(p, p->f_m), MPMFieldReal(p, p->f_V0)};
   PetscScalar    *a, *x;
 
   PetscFunctionBeginUser;
   is->dt = dt;
+  if (is->semi) PetscCall(LinearizeAtStart(is));
   PetscCall(PetscLogEventBegin(MPM_EVENT_P2G, 0, 0, 0, 0));
   PetscCall(VecZeroEntries(sp->grid->local));
   PetscCall(VecGetArray(sp->grid->local, &a));
@@ -768,12 +906,14 @@ static PetscErrorCode Predict(ImplicitSpecies *is, double dt)
   PetscCall(VecGetArray(sp->grid->global, &a));
   PetscCall(VecGetArray(is->x, &x));
   for (PetscInt n = 0; n < is->nown; n++) {
-    double      *node = a + n * dof, *xn = x + n * d, *Pi = is->Pi + n * d * d, *cn = is->c + n * d, pos[3], u[3];
+    double      *node = a + n * dof, *xn = x + n * d, *Pi = is->Pi + n * d * d, *cn = is->c + n * d, pos[3], u[3], w[3];
     const double m    = node[0];
     for (int c = 0; c < d; c++) {
       node[1 + c] = m > 0 ? node[1 + c] / m : 0.0;
       xn[c]       = m > 0 ? node[1 + c] + dt * gs * sim->gravity[c] : 0.0;
-      u[c]        = xn[c];
+      w[c]        = xn[c]; /* the predictor the contact set is decided on */
+      u[c]        = w[c];
+      if (is->semi) xn[c] = 0;
     }
     if (m <= 0) { /* no mass: u = 0 */
       for (int k = 0; k < d * d; k++) Pi[k] = 0;
@@ -783,7 +923,7 @@ static PetscErrorCode Predict(ImplicitSpecies *is, double dt)
     /* the contact set of the predictor; the projection is affine in v for a fixed set: c = Pi(u) - Pi u */
     OwnedNodeX(&sim->layout, n, pos);
     MPMCollidersProject(sim->colliders, pos, dt, u, Pi);
-    MatVec(d, Pi, xn, cn);
+    MatVec(d, Pi, w, cn);
     for (int c = 0; c < d; c++) cn[c] = u[c] - cn[c];
   }
   PetscCall(VecRestoreArray(is->x, &x));
@@ -817,7 +957,10 @@ static PetscErrorCode Finish(const Implicit *im, ImplicitSpecies *is)
       for (int c = 0; c < dof; c++) node[c] = 0;
       continue;
     }
-    for (int c = 0; c < d; c++) v[c] = node[1 + c] + f[n * d + c] / m + is->dt * gs * sim->gravity[c];
+    for (int c = 0; c < d; c++) {
+      v[c] = node[1 + c] + f[n * d + c] / m + is->dt * gs * sim->gravity[c];
+      if (dof > 1 + d) node[1 + d + c] = node[1 + c]; /* FLIP: v^n */
+    }
     OwnedNodeX(&sim->layout, n, pos);
     const int held = MPMCollidersApply(sim->colliders, pos, m, is->dt, v) == MPM_CONTACT_HELD;
     for (int c = 0; c < d; c++) node[1 + c] = v[c];
@@ -833,16 +976,56 @@ static PetscErrorCode Finish(const Implicit *im, ImplicitSpecies *is)
 static PetscErrorCode G2P(const Implicit *im, ImplicitSpecies *is, double *vmax)
 {
   MPMParticles      *p = &is->sp->p;
-  MPMParticleView    v = {(int)p->n, MPMFieldReal(p, p->f_x), MPMFieldReal(p, p->f_v), MPMFieldReal(p, is->f.f_C), MPMFieldReal(p, is->f.f_Fe),
+  MPMParticleView    v = {(int)p->n, MPMFieldReal(p, p->f_x), MPMFieldReal(p, p->f_v), im->transfer == MPM_TRANSFER_FLIP ? NULL : MPMFieldReal(p, is->f.f_C), MPMFieldReal(p, is->f.f_Fe),
                           MPMFieldReal(p, is->f.f_tau), MPMFieldReal(p, p->f_m), MPMFieldReal(p, p->f_V0)};
   const PetscScalar *a;
 
   PetscFunctionBeginUser;
   PetscCall(PetscLogEventBegin(MPM_EVENT_G2P, 0, 0, 0, 0));
   PetscCall(VecGetArrayRead(is->sp->grid->local, &a));
-  *vmax = sqrt(mpm_g2p(&is->sp->grid->box, a, is->dt, -1.0, im->held.rest, &v));
+  *vmax = sqrt(mpm_g2p(&is->sp->grid->box, a, is->dt, im->flip, im->held.rest, &v));
   PetscCall(VecRestoreArrayRead(is->sp->grid->local, &a));
   PetscCall(PetscLogEventEnd(MPM_EVENT_G2P, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* -<prefix>check_operator: y'Ax against x'Ay and x'Ax / x'x for four random
+ * pairs, at the linearization of the step's start (before the solve). */
+static PetscErrorCode CheckOperator(ImplicitSpecies *is)
+{
+  PetscRandom rnd;
+  Vec         x, y, Ax, Ay;
+  double      asym = 0, rq = PETSC_INFINITY;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscRandomCreate(is->sim->comm, &rnd));
+  PetscCall(PetscRandomSetInterval(rnd, -1.0, 1.0));
+  PetscCall(PetscRandomSetSeed(rnd, 7));
+  PetscCall(PetscRandomSeed(rnd));
+  PetscCall(VecDuplicate(is->x, &x));
+  PetscCall(VecDuplicate(is->x, &y));
+  PetscCall(VecDuplicate(is->x, &Ax));
+  PetscCall(VecDuplicate(is->x, &Ay));
+  if (is->pmat == PMAT_DIAGONAL) PetscCall(Diagonal(is)); /* MatMult needs nothing else */
+  for (int k = 0; k < 4; k++) {
+    PetscScalar a, b, xx, xAx;
+    PetscCall(VecSetRandom(x, rnd));
+    PetscCall(VecSetRandom(y, rnd));
+    PetscCall(MatMult(is->J, x, Ax));
+    PetscCall(MatMult(is->J, y, Ay));
+    PetscCall(VecDot(y, Ax, &a));
+    PetscCall(VecDot(x, Ay, &b));
+    PetscCall(VecDot(x, x, &xx));
+    PetscCall(VecDot(x, Ax, &xAx));
+    asym = PetscMax(asym, PetscAbsReal(a - b) / PetscMax(PetscAbsReal(a), PetscAbsReal(b)));
+    rq   = PetscMin(rq, xAx / xx);
+  }
+  PetscCall(PetscPrintf(is->sim->comm, "operator check: asymmetry %.3e, min Rayleigh quotient %.6e\n", asym, rq));
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&y));
+  PetscCall(VecDestroy(&Ax));
+  PetscCall(VecDestroy(&Ay));
+  PetscCall(PetscRandomDestroy(&rnd));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -860,10 +1043,27 @@ static PetscErrorCode ImplicitStep(MPMIntegrator integ, MPMSim sim, double dt, d
     ImplicitSpecies *is = &im->s[s];
     PetscInt         n, k;
     PetscCall(SolverSetUp(is, integ->prefix));
-    PetscCall(Predict(is, dt));
+    PetscCall(Predict(im, is, dt));
     if (is->pmat != PMAT_DIAGONAL) PetscCall(PmatPrepare(is));
+    if (im->check_operator) {
+      if (!is->semi) { /* the Jacobian at the predictor */
+        PetscBool bad;
+        PetscCall(Project(is, is->x));
+        PetscCall(TrialStresses(is, &bad));
+      }
+      PetscCall(CheckOperator(is));
+    }
     PetscCall(SNESSolve(is->snes, NULL, is->x));
     PetscCall(SNESGetConvergedReason(is->snes, &reason));
+    if (is->semi && reason >= 0) {
+      PetscBool bad;
+      double    nbad;
+      PetscCall(Project(is, is->x));
+      PetscCall(Inverts(is, &bad));
+      nbad = bad ? 1.0 : 0.0;
+      PetscCall(MPMGlobalMax(sim->comm, &nbad, 1));
+      if (nbad > 0) reason = SNES_DIVERGED_FUNCTION_DOMAIN;
+    }
     PetscCall(SNESGetIterationNumber(is->snes, &n));
     PetscCall(SNESGetLinearSolveIterations(is->snes, &k));
     its_newton += n;
@@ -879,9 +1079,9 @@ static PetscErrorCode ImplicitStep(MPMIntegrator integ, MPMSim sim, double dt, d
     /* a step that fails first at full size (not capped by earlier failures) starts a new run; dt is the same on every rank */
     if (im->halvings == 1 && (!(im->dt_cap < PETSC_INFINITY) || im->dt_cap >= im->dt_ref)) im->dt_ref = dt;
     PetscCheck(im->halvings <= im->max_halvings && 0.5 * dt >= ldexp(im->dt_ref, -(int)im->max_halvings), sim->comm, PETSC_ERR_NOT_CONVERGED,
-               "Implicit Newton solve failed at t = %g s (step %" PetscInt_FMT ", dt = %g s, %" PetscInt_FMT " halvings in a row, dt down from %g s; SNES: %s): lower -dt_max or -cfl, or raise -implicit_snes_max_it, -implicit_ksp_max_it or -implicit_max_halvings",
-               sim->t, sim->step + 1, dt, im->halvings - 1, im->dt_ref, SNESConvergedReasons[reason]);
-    PetscCall(PetscPrintf(sim->comm, "step %" PetscInt_FMT ": implicit solve failed (%s), retrying with dt = %g s\n", sim->step + 1, SNESConvergedReasons[reason], 0.5 * dt));
+               "%s solve failed at t = %g s (step %" PetscInt_FMT ", dt = %g s, %" PetscInt_FMT " halvings in a row, dt down from %g s; SNES: %s): lower -dt_max or -cfl, or raise %s%s%s-%sksp_max_it or -%smax_halvings",
+               im->semi ? "Semi-implicit linear" : "Implicit Newton", sim->t, sim->step + 1, dt, im->halvings - 1, im->dt_ref, SNESConvergedReasons[reason], im->semi ? "" : "-", im->semi ? "" : integ->prefix, im->semi ? "" : "snes_max_it, ", integ->prefix, integ->prefix);
+    PetscCall(PetscPrintf(sim->comm, "step %" PetscInt_FMT ": %s solve failed (%s), retrying with dt = %g s\n", sim->step + 1, integ->type, SNESConvergedReasons[reason], 0.5 * dt));
     integ->rejected = PETSC_TRUE;
     PetscFunctionReturn(PETSC_SUCCESS);
   }
@@ -947,7 +1147,9 @@ static PetscErrorCode ImplicitView(MPMIntegrator integ, char *buf, size_t len)
   PetscCall(KSPGetType(ksp, &kt));
   PetscCall(KSPGetPC(ksp, &pc));
   PetscCall(PCGetType(pc, &pt));
-  PetscCall(PetscSNPrintf(buf, len, "implicit APIC, Newton-%s/%s (-implicit_snes_*, -implicit_ksp_*)", kt, pt ? pt : "none"));
+  if (im->semi)
+    PetscCall(PetscSNPrintf(buf, len, "semi-implicit (beta %g) %s, %s/%s (-semi_implicit_ksp_*)", im->beta, im->transfer == MPM_TRANSFER_APIC ? "APIC" : (im->transfer == MPM_TRANSFER_FLIP ? "PIC/FLIP" : "affine PIC/FLIP"), kt, pt ? pt : "none"));
+  else PetscCall(PetscSNPrintf(buf, len, "implicit APIC, Newton-%s/%s (-implicit_snes_*, -implicit_ksp_*)", kt, pt ? pt : "none"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -979,5 +1181,15 @@ PetscErrorCode MPMIntegratorCreate_Implicit(MPMIntegrator integ)
   integ->ops.set_state = ImplicitSetState;
   integ->ops.view      = ImplicitView;
   integ->ops.destroy   = ImplicitDestroy;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Stomakhin et al. 2013, eq. 9: the same operator, linearized once at the
+ * step's start and solved once, (M + beta dt^2 K(F^n)) v = M v* (SNESKSPONLY,
+ * KSPCR by default, prefix -semi_implicit_); plasticity lagged to commit. */
+PetscErrorCode MPMIntegratorCreate_SemiImplicit(MPMIntegrator integ)
+{
+  PetscFunctionBeginUser;
+  PetscCall(MPMIntegratorCreate_Implicit(integ));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

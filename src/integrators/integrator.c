@@ -21,6 +21,7 @@ PetscErrorCode MPMIntegratorRegisterAll(void)
   registered = PETSC_TRUE;
   PetscCall(MPMIntegratorRegister("explicit", MPMIntegratorCreate_Explicit));
   PetscCall(MPMIntegratorRegister("implicit", MPMIntegratorCreate_Implicit));
+  PetscCall(MPMIntegratorRegister("semi_implicit", MPMIntegratorCreate_SemiImplicit));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -64,6 +64,12 @@ struct _p_MPMIntegrator {
   PetscBool        rejected; /* the last call of ops.step did not advance (solver failure) */
 };
 
+/* APIC (Jiang et al. 2015, Klar et al.), PIC/FLIP, and affine FLIP: the
+ * FLIP blend of the velocity with APIC's affine C kept and transferred
+ * (Fei et al. 2021, "Revisiting integration in the material point method"). */
+typedef enum { MPM_TRANSFER_APIC = 0, MPM_TRANSFER_FLIP, MPM_TRANSFER_AFLIP } MPMTransfer;
+extern const char *const MPMTransferNames[];
+
 /* Particle fields of the stress state every integrator here keeps per
  * species (common.c): C, tau and the materials' shared state. */
 typedef struct {
@@ -72,6 +78,8 @@ typedef struct {
 } MPMStressFields;
 PetscErrorCode MPMIntegratorStressFields(MPMSpecies *sp, MPMStressFields *f);
 PetscErrorCode MPMIntegratorCommit(MPMSpecies *sp, const MPMStressFields *f);
+double         MPMIntegratorStiffening(MPMSpecies *sp, const MPMStressFields *f);
+double         MPMIntegratorWaveSpeed(const MPMSim sim);
 
 /* The static-friction fix both integrators apply in G2P (-held_pic,
  * -held_pic_rest; docs/validation.md, "Static friction"). */
@@ -91,5 +99,6 @@ PetscErrorCode MPMIntegratorStats(MPMIntegrator integ, MPMStepStats *s);
 
 PetscErrorCode MPMIntegratorCreate_Explicit(MPMIntegrator);
 PetscErrorCode MPMIntegratorCreate_Implicit(MPMIntegrator);
+PetscErrorCode MPMIntegratorCreate_SemiImplicit(MPMIntegrator);
 
 #endif

@@ -87,6 +87,7 @@ MPMPlasticCase mpm_dp_trial_piola(const MPMDruckerPragerParams *p, double alpha,
   const int d = p->dim;
   double    eps[3], H[3], M[9], dq;
   lin->dim = d;
+  lin->definite = 0;
   svd_from_eig(d, Fhat, lin->U, lin->s, lin->V);
   for (int k = 0; k < d; k++) H[k] = eps[k] = log(lin->s[k]);
   const MPMPlasticCase pc = mpm_dp_project(p, alpha, tr_apex, H, &dq);
@@ -99,6 +100,7 @@ void mpm_hencky_trial_piola(int d, double mu, double lambda, const double *F, do
 {
   double H[3], M[9] = {0};
   lin->dim = d;
+  lin->definite = 0;
   svd_from_eig(d, F, lin->U, lin->s, lin->V);
   for (int k = 0; k < d; k++) {
     H[k]         = log(lin->s[k]);
@@ -113,6 +115,7 @@ void mpm_neohookean_trial_piola(int d, double mu, double lambda, const double *F
 {
   double lnJ = 0;
   lin->dim   = d;
+  lin->definite = 0;
   svd_from_eig(d, F, lin->U, lin->s, lin->V);
   for (int k = 0; k < d; k++) lnJ += log(lin->s[k]);
   for (int k = 0; k < d; k++) {
@@ -148,7 +151,12 @@ void mpm_iso_dpiola(const MPMIsoLinearization *lin, const double *dF, double *dP
     for (int l = k + 1; l < d; l++) {
       const double ds = s[k] - s[l];
       const double Q  = fabs(ds) > 1e-8 * (s[k] + s[l]) ? (g[k] - g[l]) / ds : lin->dg[k * d + k] - lin->dg[k * d + l];
-      const double S  = (g[k] + g[l]) / (s[k] + s[l]), a = 0.5 * (Q + S), b = 0.5 * (Q - S);
+      double       S  = (g[k] + g[l]) / (s[k] + s[l]), Qd = Q;
+      if (lin->definite) {
+        Qd = fmax(Q, 0.0);
+        S  = fmax(S, 0.0);
+      }
+      const double a = 0.5 * (Qd + S), b = 0.5 * (Qd - S);
       Pt[k * d + l]   = a * Ft[k * d + l] + b * Ft[l * d + k];
       Pt[l * d + k]   = a * Ft[l * d + k] + b * Ft[k * d + l];
     }
@@ -165,6 +173,20 @@ void mpm_iso_dpiola(const MPMIsoLinearization *lin, const double *dF, double *dP
       for (int l = 0; l < d; l++) t += T[i * d + l] * V[j * d + l];
       dP[i * d + j] = t;
     }
+}
+
+void mpm_iso_definite(MPMIsoLinearization *lin)
+{
+  const int d = lin->dim;
+  double    lam[3], U[9];
+  mpm_sym_eig(d, lin->dg, lam, U);
+  for (int k = 0; k < d; k++)
+    for (int l = 0; l < d; l++) {
+      double t = 0;
+      for (int m = 0; m < d; m++) t += U[k * d + m] * fmax(lam[m], 0.0) * U[l * d + m];
+      lin->dg[k * d + l] = t;
+    }
+  lin->definite = 1;
 }
 
 /* Isotropic moduli of the linearization for the assembled preconditioner:

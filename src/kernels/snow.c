@@ -256,3 +256,42 @@ int mpm_snow_update(const MPMSnowParams *p, double *Fe, double *Jp, double *tau)
   mpm_fcr_stress(d, mu, lambda, Fe, tau);
   return clamped;
 }
+
+/* The fixed-corotated stress as an isotropic function of the singular
+ * values, for the implicit integrators' Jacobian (mpm_iso_dpiola):
+ * psi(s) = mu sum (s_k - 1)^2 + lambda/2 (J - 1)^2 with J = prod s, so
+ *   g_k = 2 mu (s_k - 1) + lambda (J - 1) J/s_k,
+ *   dg_kk = 2 mu + lambda (J/s_k)^2,
+ *   dg_kl = lambda (J/s_k J/s_l + (J - 1) J/(s_k s_l))   (k != l),
+ * products written without division so that s_k = 0 is fine.  P is that of
+ * mpm_fcr_piola; the linearization reproduces mpm_fcr_dpiola where the
+ * singular values are positive (test_kernels). */
+void mpm_fcr_trial_piola(int d, double mu, double lambda, const double *F, double *P, MPMIsoLinearization *lin)
+{
+  double c[3], J = 1; /* c_k = prod_{l != k} s_l */
+  lin->dim = d;
+  lin->definite = 0;
+  mpm_svd_signed(d, F, lin->U, lin->s, lin->V);
+  const double *s = lin->s;
+  for (int k = 0; k < d; k++) J *= s[k];
+  for (int k = 0; k < d; k++) {
+    c[k] = 1;
+    for (int l = 0; l < d; l++)
+      if (l != k) c[k] *= s[l];
+  }
+  for (int k = 0; k < d; k++) {
+    lin->g[k] = 2.0 * mu * (s[k] - 1.0) + lambda * (J - 1.0) * c[k];
+    for (int l = 0; l < d; l++) {
+      double ckl = 1; /* prod over the singular values other than k and l */
+      for (int m = 0; m < d; m++)
+        if (m != k && m != l) ckl *= s[m];
+      lin->dg[k * d + l] = k == l ? 2.0 * mu + lambda * c[k] * c[k] : lambda * (c[k] * c[l] + (J - 1.0) * ckl);
+    }
+  }
+  for (int i = 0; i < d; i++)
+    for (int j = 0; j < d; j++) {
+      double t = 0;
+      for (int k = 0; k < d; k++) t += lin->U[i * d + k] * lin->g[k] * lin->V[j * d + k];
+      P[i * d + j] = t;
+    }
+}

@@ -39,13 +39,13 @@ static PetscErrorCode DPDeclareFields(MPMMaterial m, MPMParticles *p)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static void DPStress(const MPMMaterial m, const double *Fe, double *tau)
+static void DPStress(const MPMMaterial m, const double *Fe, double Jp, double *tau)
 {
   const MPMDruckerPragerParams *p = (const MPMDruckerPragerParams *)m->ctx;
   mpm_hencky_stress(p->dim, p->mu, p->lambda, Fe, tau);
 }
 
-static double DPEnergy(const MPMMaterial m, const double *Fe)
+static double DPEnergy(const MPMMaterial m, const double *Fe, double Jp)
 {
   const MPMDruckerPragerParams *p = (const MPMDruckerPragerParams *)m->ctx;
   return mpm_hencky_energy(p->dim, p->mu, p->lambda, Fe);
@@ -91,6 +91,7 @@ PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial m, PetscOptionItems *
   char                    prefix[MPM_NAME_LEN + 1];
 
   PetscFunctionBeginUser;
+  PetscCall(MPMMaterialElasticOptions(m, PetscOptionsObject));
   if (!m->ctx) PetscCall(PetscNew(&ctx));
   else ctx = (DPContext *)m->ctx;
   m->ctx    = ctx;

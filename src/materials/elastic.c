@@ -7,25 +7,25 @@ typedef struct {
   double mu, lambda;
 } ElasticParams;
 
-static void NeoHookeanStress(const MPMMaterial m, const double *Fe, double *tau)
+static void NeoHookeanStress(const MPMMaterial m, const double *Fe, double Jp, double *tau)
 {
   const ElasticParams *p = (const ElasticParams *)m->ctx;
   mpm_neohookean_stress(p->dim, p->mu, p->lambda, Fe, tau);
 }
 
-static double NeoHookeanEnergy(const MPMMaterial m, const double *Fe)
+static double NeoHookeanEnergy(const MPMMaterial m, const double *Fe, double Jp)
 {
   const ElasticParams *p = (const ElasticParams *)m->ctx;
   return mpm_neohookean_energy(p->dim, p->mu, p->lambda, Fe);
 }
 
-static void HenckyStress(const MPMMaterial m, const double *Fe, double *tau)
+static void HenckyStress(const MPMMaterial m, const double *Fe, double Jp, double *tau)
 {
   const ElasticParams *p = (const ElasticParams *)m->ctx;
   mpm_hencky_stress(p->dim, p->mu, p->lambda, Fe, tau);
 }
 
-static double HenckyEnergy(const MPMMaterial m, const double *Fe)
+static double HenckyEnergy(const MPMMaterial m, const double *Fe, double Jp)
 {
   const ElasticParams *p = (const ElasticParams *)m->ctx;
   return mpm_hencky_energy(p->dim, p->mu, p->lambda, Fe);
@@ -50,16 +50,17 @@ static void ElasticCommit(const MPMMaterial m, int n, const MPMMaterialPoints *p
 {
   const int d2 = (int)(m->dim * m->dim);
   for (int q = 0; q < n; q++) {
-    m->ops.stress(m, pts->Fe + q * d2, pts->tau + q * d2);
+    m->ops.stress(m, pts->Fe + q * d2, pts->Jp[q], pts->tau + q * d2);
     pts->pcase[q] = MPM_CASE_ELASTIC;
   }
 }
 
-static PetscErrorCode ElasticCreate(MPMMaterial m)
+static PetscErrorCode ElasticCreate(MPMMaterial m, PetscOptionItems *PetscOptionsObject)
 {
   ElasticParams *p;
 
   PetscFunctionBeginUser;
+  PetscCall(MPMMaterialElasticOptions(m, PetscOptionsObject));
   if (!m->ctx) PetscCall(PetscNew(&p));
   else p = (ElasticParams *)m->ctx;
   m->ctx        = p;
@@ -73,7 +74,7 @@ static PetscErrorCode ElasticCreate(MPMMaterial m)
 PetscErrorCode MPMMaterialCreate_NeoHookean(MPMMaterial m, PetscOptionItems *PetscOptionsObject)
 {
   PetscFunctionBeginUser;
-  PetscCall(ElasticCreate(m));
+  PetscCall(ElasticCreate(m, PetscOptionsObject));
   m->ops.stress       = NeoHookeanStress;
   m->ops.energy       = NeoHookeanEnergy;
   m->ops.trial_stress = NeoHookeanTrial;
@@ -84,7 +85,7 @@ PetscErrorCode MPMMaterialCreate_NeoHookean(MPMMaterial m, PetscOptionItems *Pet
 PetscErrorCode MPMMaterialCreate_Hencky(MPMMaterial m, PetscOptionItems *PetscOptionsObject)
 {
   PetscFunctionBeginUser;
-  PetscCall(ElasticCreate(m));
+  PetscCall(ElasticCreate(m, PetscOptionsObject));
   m->ops.stress       = HenckyStress;
   m->ops.energy       = HenckyEnergy;
   m->ops.trial_stress = HenckyTrial;

@@ -24,10 +24,13 @@ PetscErrorCode MPMMaterialRegisterAll(void)
   PetscCall(MPMMaterialRegister("drucker_prager", MPMMaterialCreate_DruckerPrager));
   PetscCall(MPMMaterialRegister("neo_hookean", MPMMaterialCreate_NeoHookean));
   PetscCall(MPMMaterialRegister("hencky_elastic", MPMMaterialCreate_Hencky));
+  PetscCall(MPMMaterialRegister("snow", MPMMaterialCreate_Snow));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Density and the two elastic constants every model needs. */
+/* Density and the two elastic constants every model needs: called by the
+ * model's create function, after it has set its defaults (m->density, E,
+ * nu: 1600 kg/m^3, 1 MPa, 0.3 unless it changes them). */
 PetscErrorCode MPMMaterialElasticOptions(MPMMaterial m, PetscOptionItems *PetscOptionsObject)
 {
   PetscFunctionBeginUser;
@@ -87,7 +90,6 @@ PetscErrorCode MPMMaterialSetUp(MPI_Comm comm, PetscInt dim, const char *name, M
     PetscCheck(set || help, comm, PETSC_ERR_USER_INPUT, "-%s_type is required for material '%s' listed in -materials; allowed: %s", name, name, types);
     SETERRQ(comm, PETSC_ERR_USER_INPUT, "-%s_type %s is not a known material; allowed: %s", name, m->type, types);
   }
-  PetscCall(MPMMaterialElasticOptions(m, PetscOptionsObject));
   PetscCall((*create)(m, PetscOptionsObject));
   PetscOptionsEnd();
   *mat = m;
@@ -189,13 +191,13 @@ double MPMMaterialsElasticEnergy(const MPMSpecies *sp)
   const PetscInt      d2 = p->dim * p->dim;
   const int32_t      *mat = MPMFieldInt32(p, p->f_mat);
   const double       *V0  = MPMFieldReal(p, p->f_V0);
-  PetscInt            f_Fe;
+  PetscInt            f_Fe, f_Jp;
   double              e = 0;
-  if (MPMParticlesFindField(p, "Fe", &f_Fe) || f_Fe < 0) return 0; /* a species without material state has no elastic energy */
-  const double *Fe = MPMFieldReal(p, f_Fe);
+  if (MPMParticlesFindField(p, "Fe", &f_Fe) || f_Fe < 0 || MPMParticlesFindField(p, "Jp", &f_Jp) || f_Jp < 0) return 0; /* a species without material state has no elastic energy */
+  const double *Fe = MPMFieldReal(p, f_Fe), *Jp = MPMFieldReal(p, f_Jp);
   for (PetscInt q = 0; q < p->n; q++) {
     const MPMMaterial m = sp->mat[mat[q]];
-    e += V0[q] * m->ops.energy(m, Fe + q * d2);
+    e += V0[q] * m->ops.energy(m, Fe + q * d2, Jp[q]);
   }
   return e;
 }

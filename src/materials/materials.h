@@ -3,7 +3,9 @@
  * created per deck instance with the instance name as options prefix:
  *   -materials sand,ball -sand_type drucker_prager -ball_type neo_hookean
  *
- * A model is one file that fills the ops table in its create function;
+ * A model is one file that fills the ops table in its create function
+ * (which also reads the elastic constants, MPMMaterialElasticOptions, after
+ * setting its own defaults for them);
  * adding one is that file plus one MPMMaterialRegister() line in
  * MPMMaterialRegisterAll() (material.c). */
 #ifndef MPM_MATERIALS_H
@@ -35,18 +37,24 @@ typedef struct {
   /* End of a step for n particles: plasticity (project F_E, update Jp and
    * q, record the case), then tau from the projected F_E. */
   void (*commit)(const MPMMaterial m, int n, const MPMMaterialPoints *pts);
-  /* Kirchhoff stress of an elastic deformation gradient, no state change. */
-  void (*stress)(const MPMMaterial m, const double *Fe, double *tau);
+  /* Kirchhoff stress of an elastic deformation gradient at plastic volume
+   * ratio Jp (models whose moduli harden with Jp), no state change. */
+  void (*stress)(const MPMMaterial m, const double *Fe, double Jp, double *tau);
   /* Elastic energy density psi(F_E) per unit reference volume [J/m^3]. */
-  double (*energy)(const MPMMaterial m, const double *Fe);
+  double (*energy)(const MPMMaterial m, const double *Fe, double Jp);
   /* Implicit integrators: the first Piola-Kirchhoff stress P of the trial
    * elastic deformation Fhat of particle i of the run, after the model's
    * return mapping at the state the step started from (no state change),
    * and its linearization for mpm_iso_dpiola.  Returns the MPMPlasticCase.
    * NULL: not available (then no_trial_stress may say why). */
   int (*trial_stress)(const MPMMaterial m, const MPMMaterialPoints *pts, int i, const double *Fhat, double *P, MPMIsoLinearization *lin);
-  /* P-wave speed at a density: the explicit stability limit [m/s]. */
+  /* P-wave speed at a density, in the undeformed state: the explicit
+   * stability limit [m/s]. */
   double (*wave_speed)(const MPMMaterial m, double density);
+  /* Models whose moduli grow with the state (snow's hardening): the largest
+   * factor by which the n points' moduli exceed those wave_speed assumes,
+   * so that the explicit step shrinks by its square root (optional: 1). */
+  double (*stiffening)(const MPMMaterial m, int n, const MPMMaterialPoints *pts);
   PetscErrorCode (*destroy)(MPMMaterial m);
 } MPMMaterialOps;
 
@@ -86,5 +94,6 @@ double         MPMMaterialsElasticEnergy(const MPMSpecies *sp);
 PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial, PetscOptionItems *);
 PetscErrorCode MPMMaterialCreate_NeoHookean(MPMMaterial, PetscOptionItems *);
 PetscErrorCode MPMMaterialCreate_Hencky(MPMMaterial, PetscOptionItems *);
+PetscErrorCode MPMMaterialCreate_Snow(MPMMaterial, PetscOptionItems *);
 
 #endif
