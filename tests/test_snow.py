@@ -26,6 +26,11 @@ and its differential) is in test_kernels, section 9.
    positions within 1e-9 m and velocities within 1e-7 m/s by particle id,
    the same Krylov counts.
 6. A restart at the same rank count continues bit for bit.
+7. The hardening law at the scale of a run: snow compacted in a channel by
+   a plate (inputs/snow_compaction_2d.yaml at dx = 1 cm).  F_E sits at the
+   clamp, so the Kirchhoff stress is exp(xi (1 - J_P)) times a constant and
+   the plate force F = H tau_xx / (J_P det F_E): ln(F J_P) against the
+   median J_P has slope -xi, within 3 % for xi = 10 and xi = 5.
 """
 import re
 
@@ -121,4 +126,17 @@ T.run_deck(WALL, 2, ref, *args)
 a, b = final(ref), final(out)
 c.true("restart at step 60 gives the same final state bit for bit",
        all(np.array_equal(a[k], b[k]) for k in ("id", "position", "velocity", "plastic_volume_ratio")))
+
+# 7. the hardening law from the plate force
+for xi in (10.0, 5.0):
+    out = T.outdir("snow_compaction_xi%g" % xi)
+    T.run_deck("snow_compaction_2d.yaml", 1, out, "-dx", "0.01", "-t_end", "0.3", "-snow_hardening_coefficient", str(xi))
+    h = T.mpmio.history(out)
+    rows = []
+    for f in T.mpmio.frame_files(out)[1:]:
+        d = T.mpmio.read_frame(f)
+        if d["t"] >= 0.1 - 1e-9:  # plastic everywhere: the clamp has been reached through the block
+            rows.append((np.median(d["plastic_volume_ratio"]), -h["plate_fx"][np.argmin(np.abs(h["t"] - d["t"]))]))
+    J, F = np.array(rows).T
+    c.close("compaction, xi = %g: slope of ln(F J_P) against J_P (J_P %.2f..%.2f)" % (xi, J.min(), J.max()), np.polyfit(J, np.log(F * J), 1)[0], -xi, rtol=0.03)
 c.done()

@@ -733,7 +733,7 @@ static PetscErrorCode SolverSetUp(ImplicitSpecies *is, const char *prefix)
   if (is->semi) { /* the seed's conjugate residual on the symmetric system; a Krylov solve that fails halves dt */
     PetscCall(SNESSetType(is->snes, SNESKSPONLY));
     PetscCall(KSPSetType(ksp, KSPCR));
-    PetscCall(KSPSetTolerances(ksp, 1e-6, PETSC_DEFAULT, PETSC_DEFAULT, 500));
+    PetscCall(KSPSetTolerances(ksp, 1e-4, PETSC_DEFAULT, PETSC_DEFAULT, 500)); /* 2D snowball against a wall: 36 iterations per step (50 at 1e-6), its mean position 5e-5 m (dx / 200) from that at 1e-8 */
   } else {
     PetscCall(SNESSetTolerances(is->snes, PETSC_DEFAULT, 1e-6, PETSC_DEFAULT, 20, PETSC_DEFAULT));
     PetscCall(SNESSetMaxLinearSolveFailures(is->snes, 1000)); /* a Krylov solve stopped at max_it is an inexact Newton step, not a failure */
