@@ -44,6 +44,18 @@ def run_deck(name, ranks, out, *extra, check=True):
     return run(ranks, ["-options_file_yaml", deck(name), "-output_dir", out] + list(extra), check=check)
 
 
+def bar_period(out):
+    """The bar vibration's (verification/bar_vibration.yaml) mean period from
+    the zero crossings of its centre-of-mass velocity, and its total energy
+    at every history row."""
+    import numpy as np
+    h = mpmio.history(out)
+    t, v = h["t"], h["momentum_x"] / h["mass"]
+    i = np.nonzero(np.sign(v[1:]) != np.sign(v[:-1]))[0]
+    tz = t[i] - v[i] * (t[i + 1] - t[i]) / (v[i + 1] - v[i])
+    return (2 * np.diff(tz)).mean(), h["kinetic_energy"] + h["elastic_energy"]
+
+
 class Checks:
     """Collects named checks and fails the test at the end, printing all."""
 
