@@ -2015,9 +2015,9 @@ static void test_snow(int d)
   CHECK(err_law, 0, 1e-14, "%dD snow: stress with mu = mu0 exp(xi (1 - J_P)) (S2)", d);
   CHECK(plastic_steps, 38, 0, "%dD snow: plastic from the 3rd 1 %% step (0.99^3 < 0.975)", d);
   /* random trials: the clamped singular values stay in bounds and F is kept */
-  double out = 0, keep = 0;
+  double out = 0, keep = 0, err_tau = 0;
   for (int r = 0; r < 200; r++) {
-    double F[9], s[3], U[9], V[9], tau[9], J0 = urange(0.8, 1.2), J1 = J0;
+    double F[9], s[3], U[9], V[9], tau[9], ref[9], mu, lambda, J0 = urange(0.8, 1.2), J1 = J0;
     do {
       for (int a = 0; a < d * d; a++) F[a] = (a % (d + 1) == 0 ? 1.0 : 0.0) + urange(-0.08, 0.08);
     } while (mpm_det(d, F) < 0.5);
@@ -2026,7 +2026,11 @@ static void test_snow(int d)
     mpm_svd_signed(d, F, U, s, V);
     for (int k = 0; k < d; k++) out = fmax(out, fmax(1.0 - p.theta_c - s[k], s[k] - 1.0 - p.theta_s));
     keep = fmax(keep, fabs(J1 * mpm_det(d, F) - J0 * det0) / (J0 * det0));
+    mpm_snow_lame(&p, J1, &mu, &lambda);
+    mpm_fcr_stress(d, mu, lambda, F, ref);
+    err_tau = fmax(err_tau, maxdiff(d * d, tau, ref) / maxabs(d * d, ref));
   }
+  CHECK(err_tau, 0, 1e-12, "%dD snow, 200 random trials: tau from the update's SVD = fixed-corotated stress of the clamped F_E", d);
   CHECK(fmax(out, 0), 0, 1e-14, "%dD snow, 200 random trials: singular values within [1 - theta_c, 1 + theta_s]", d);
   CHECK(keep, 0, 1e-13, "%dD snow, 200 random trials: J_P det F_E unchanged by the clamp", d);
 }

@@ -26,7 +26,10 @@ and its differential) is in test_kernels, section 9.
    positions within 1e-9 m and velocities within 1e-7 m/s by particle id,
    the same Krylov counts.
 6. A restart at the same rank count continues bit for bit.
-7. The hardening law at the scale of a run: snow compacted in a channel by
+7. The Krylov method is the user's: MINRES and CG (-semi_implicit_ksp_type)
+   reach the conjugate residual's state to 1e-9 m with tight tolerances;
+   the affine FLIP transfer (-transfer aflip) runs the snowball too.
+8. The hardening law at the scale of a run: snow compacted in a channel by
    a plate (inputs/snow_compaction_2d.yaml at dx = 1 cm).  F_E sits at the
    clamp, so the Kirchhoff stress is exp(xi (1 - J_P)) times a constant and
    the plate force F = H tau_xx / (J_P det F_E): ln(F J_P) against the
@@ -124,7 +127,18 @@ a, b = final(ref), final(out)
 c.true("restart at step 60 gives the same final state bit for bit",
        all(np.array_equal(a[k], b[k]) for k in ("id", "position", "velocity", "plastic_volume_ratio")))
 
-# 7. the hardening law from the plate force
+# 7. MINRES and CG: the same solution
+for ksp in ("minres", "cg"):
+    out = T.outdir("snow_ksp_" + ksp)
+    T.run_deck(WALL, 1, out, *SEMI_TIGHT, "-t_end", "0.1", "-output_dt", "0.1", "-semi_implicit_ksp_type", ksp)
+    b = final(out)
+    c.close("-semi_implicit_ksp_type %s vs cr: max position difference [m]" % ksp, np.abs(res[1][0]["position"] - b["position"]).max(), 0.0, atol=1e-9)
+out = T.outdir("snow_aflip")
+T.run_deck(WALL, 2, out, "-transfer", "aflip", "-t_end", "0.1", "-output_dt", "0.1")
+h = T.mpmio.history(out)
+c.true("-transfer aflip: runs through the impact, no particle lost", h["particles"][-1] == h["particles"][0] and abs(h["t"][-1] - 0.1) < 1e-12)
+
+# 8. the hardening law from the plate force
 for xi in (10.0, 5.0):
     out = T.outdir("snow_compaction_xi%g" % xi)
     T.run_deck("snow_compaction_2d.yaml", 1, out, "-dx", "0.01", "-t_end", "0.3", "-snow_hardening_coefficient", str(xi))

@@ -228,12 +228,15 @@ void mpm_snow_lame(const MPMSnowParams *p, double Jp, double *mu, double *lambda
 /* S11-S12: the trial F_E (in Fe) has its singular values clamped to
  * [1 - theta_c, 1 + theta_s]; F_P takes the rest, so J_P is multiplied by
  * det(trial) / det(clamped) (F = F_E F_P is unchanged); then the stress of
- * the clamped F_E with the hardened Lame parameters.  Returns how many
- * singular values were clamped (0: elastic). */
+ * the clamped F_E with the hardened Lame parameters, from the same SVD:
+ * tau = P F^T = U diag(g_k s_k) U^T, g_k s_k = 2 mu (s_k - 1) s_k +
+ * lambda (J - 1) J (a second SVD in mpm_fcr_stress doubled the explicit
+ * step's constitutive time).  Returns how many singular values were
+ * clamped (0: elastic). */
 int mpm_snow_update(const MPMSnowParams *p, double *Fe, double *Jp, double *tau)
 {
   const int d = p->dim;
-  double    U[9], s[3], V[9], jt = 1, jc = 1, mu, lambda;
+  double    U[9], s[3], V[9], jt = 1, jc = 1, mu, lambda, gs[3];
   int       clamped = 0;
   mpm_svd_signed(d, Fe, U, s, V);
   for (int k = 0; k < d; k++) {
@@ -253,7 +256,13 @@ int mpm_snow_update(const MPMSnowParams *p, double *Fe, double *Jp, double *tau)
     *Jp *= jt / jc;
   }
   mpm_snow_lame(p, *Jp, &mu, &lambda);
-  mpm_fcr_stress(d, mu, lambda, Fe, tau);
+  for (int k = 0; k < d; k++) gs[k] = 2.0 * mu * (s[k] - 1.0) * s[k] + lambda * (jc - 1.0) * jc;
+  for (int i = 0; i < d; i++)
+    for (int j = 0; j < d; j++) {
+      double t = 0;
+      for (int k = 0; k < d; k++) t += U[i * d + k] * gs[k] * U[j * d + k];
+      tau[i * d + j] = t;
+    }
   return clamped;
 }
 
