@@ -88,7 +88,7 @@ PetscErrorCode MPMIntegratorCommit(MPMSpecies *sp, const MPMStressFields *f)
   for (PetscInt q0 = 0, q1; q0 < p->n; q0 = q1) {
     const MPMMaterial m = sp->mat[mat[q0]];
     MPMMaterialPoints pts;
-    for (q1 = q0 + 1; q1 < p->n && mat[q1] == mat[q0]; q1++) {}
+    q1 = MPMMaterialRunEnd(mat, q0, p->n);
     MPMMaterialsPoints(sp, &f->mf, f->f_tau, q0, &pts);
     m->ops.commit(m, (int)(q1 - q0), &pts);
   }
@@ -132,7 +132,7 @@ double MPMIntegratorStiffening(MPMSpecies *sp, const MPMStressFields *f)
   for (PetscInt q0 = 0, q1; q0 < p->n; q0 = q1) {
     const MPMMaterial m = sp->mat[mat[q0]];
     MPMMaterialPoints pts;
-    for (q1 = q0 + 1; q1 < p->n && mat[q1] == mat[q0]; q1++) {}
+    q1 = MPMMaterialRunEnd(mat, q0, p->n);
     if (!m->ops.stiffening) continue;
     MPMMaterialsPoints(sp, &f->mf, f->f_tau, q0, &pts);
     s = PetscMax(s, m->ops.stiffening(m, (int)(q1 - q0), &pts));

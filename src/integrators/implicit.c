@@ -184,39 +184,56 @@ static PetscErrorCode Divergence(ImplicitSpecies *is)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The trial stress of every particle at u, the gathered is->ul (runs of
- * one material at a time): is->A = -dt V0 P F^T, and the linearizations in
- * is->lin.  *bad: some particle's Fhat is inverted or not finite (this
- * rank only). */
-static PetscErrorCode TrialStresses(ImplicitSpecies *is, PetscBool *bad)
+/* The trial deformation of every particle at u, the gathered is->ul:
+ * is->A = Fhat = (I + dt grad u) F_E, and 0 where Fhat is inverted or not
+ * finite (*bad, this rank only). */
+static PetscErrorCode TrialDeformations(ImplicitSpecies *is, PetscBool *bad)
 {
-  MPMSpecies        *sp = is->sp;
-  MPMParticles      *p  = &sp->p;
-  const int          d  = (int)p->dim, n = (int)p->n;
-  const double      *X = MPMFieldReal(p, p->f_x), *V0 = MPMFieldReal(p, p->f_V0), *Fe = MPMFieldReal(p, is->f.f_Fe);
-  const int32_t     *mat = MPMFieldInt32(p, p->f_mat);
+  MPMParticles      *p = &is->sp->p;
+  const int          d = (int)p->dim, n = (int)p->n;
+  const double      *Fe = MPMFieldReal(p, is->f.f_Fe);
   const PetscScalar *ul;
 
   PetscFunctionBeginUser;
   *bad = PETSC_FALSE;
   PetscCall(Scratch(is));
   PetscCall(VecGetArrayRead(is->ul, &ul));
-  mpm_grid_gradient(&is->vel->box, n, X, ul, 0, is->A);
+  mpm_grid_gradient(&is->vel->box, n, MPMFieldReal(p, p->f_x), ul, 0, is->A);
   PetscCall(VecRestoreArrayRead(is->ul, &ul));
+  for (int q = 0; q < n; q++) {
+    double *A = is->A + q * d * d;
+    TrialF(d, is->dt, Fe + q * d * d, A);
+    const double J = mpm_det(d, A);
+    if (!(J > 0) || !PetscIsNormalReal(J)) {
+      *bad = PETSC_TRUE;
+      for (int k = 0; k < d * d; k++) A[k] = 0;
+    }
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The trial stress of every particle at u, the gathered is->ul (runs of
+ * one material at a time): is->A = -dt V0 P F^T, and the linearizations in
+ * is->lin.  *bad: some particle's Fhat is inverted or not finite (this
+ * rank only; its A stays 0). */
+static PetscErrorCode TrialStresses(ImplicitSpecies *is, PetscBool *bad)
+{
+  MPMSpecies    *sp = is->sp;
+  MPMParticles  *p  = &sp->p;
+  const int      d  = (int)p->dim, n = (int)p->n;
+  const double  *V0 = MPMFieldReal(p, p->f_V0), *Fe = MPMFieldReal(p, is->f.f_Fe);
+  const int32_t *mat = MPMFieldInt32(p, p->f_mat);
+
+  PetscFunctionBeginUser;
+  PetscCall(TrialDeformations(is, bad));
   for (PetscInt q0 = 0, q1; q0 < n; q0 = q1) {
     const MPMMaterial m = sp->mat[mat[q0]];
     MPMMaterialPoints pts;
-    for (q1 = q0 + 1; q1 < n && mat[q1] == mat[q0]; q1++) {}
+    q1 = MPMMaterialRunEnd(mat, q0, n);
     MPMMaterialsPoints(sp, &is->f.mf, is->f.f_tau, q0, &pts);
     for (PetscInt q = q0; q < q1; q++) {
       double *A = is->A + q * d * d, P[9];
-      TrialF(d, is->dt, Fe + q * d * d, A);
-      const double J = mpm_det(d, A);
-      if (!(J > 0) || !PetscIsNormalReal(J)) {
-        *bad = PETSC_TRUE;
-        for (int k = 0; k < d * d; k++) A[k] = 0;
-        continue;
-      }
+      if (!(mpm_det(d, A) > 0)) continue; /* inverted: TrialDeformations left it 0 */
       m->ops.trial_stress(m, &pts, (int)(q - q0), A, P, &is->lin[q]);
       if (is->definite) mpm_iso_definite(&is->lin[q]);
       StressTimesFT(d, -is->dt * V0[q], P, Fe + q * d * d, A);
@@ -257,32 +274,6 @@ static PetscErrorCode StiffnessAction(ImplicitSpecies *is)
   PetscCall(VecRestoreArray(is->fl, &fl));
   PetscCall(VecRestoreArrayRead(is->ul, &ul));
   PetscCall(MPMGhostScatterAddVec(is->vel, is->fl, is->fg));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* Semi-implicit, after the solve: does u (gathered in is->ul) invert a
- * particle, det (I + dt grad u) F_E <= 0?  (The implicit residual refuses
- * such u; a linear solve cannot, and one inverted particle's clamp would
- * flip the sign of its J_P.)  This rank only. */
-static PetscErrorCode Inverts(ImplicitSpecies *is, PetscBool *bad)
-{
-  MPMParticles      *p = &is->sp->p;
-  const int          d = (int)p->dim, n = (int)p->n;
-  const double      *Fe = MPMFieldReal(p, is->f.f_Fe);
-  const PetscScalar *ul;
-
-  PetscFunctionBeginUser;
-  *bad = PETSC_FALSE;
-  PetscCall(Scratch(is));
-  PetscCall(VecGetArrayRead(is->ul, &ul));
-  mpm_grid_gradient(&is->vel->box, n, MPMFieldReal(p, p->f_x), ul, 0, is->A);
-  PetscCall(VecRestoreArrayRead(is->ul, &ul));
-  for (int q = 0; q < n && !*bad; q++) {
-    double *A = is->A + q * d * d;
-    TrialF(d, is->dt, Fe + q * d * d, A);
-    const double J = mpm_det(d, A);
-    *bad = !(J > 0) || !PetscIsNormalReal(J);
-  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -1059,7 +1050,7 @@ static PetscErrorCode ImplicitStep(MPMIntegrator integ, MPMSim sim, double dt, d
       PetscBool bad;
       double    nbad;
       PetscCall(Project(is, is->x));
-      PetscCall(Inverts(is, &bad));
+      PetscCall(TrialDeformations(is, &bad)); /* a linear solve cannot refuse u that inverts a particle, whose clamp would flip the sign of its J_P */
       nbad = bad ? 1.0 : 0.0;
       PetscCall(MPMGlobalMax(sim->comm, &nbad, 1));
       if (nbad > 0) reason = SNES_DIVERGED_FUNCTION_DOMAIN;

@@ -70,6 +70,15 @@ struct _p_MPMMaterial {
   MPMMaterialOps ops;
 };
 
+/* The end of the run of consecutive particles of one material that starts
+ * at q0 (of n): the ops take such runs. */
+static inline PetscInt MPMMaterialRunEnd(const int32_t *mat, PetscInt q0, PetscInt n)
+{
+  PetscInt q1 = q0 + 1;
+  while (q1 < n && mat[q1] == mat[q0]) q1++;
+  return q1;
+}
+
 typedef PetscErrorCode (*MPMMaterialCreateFn)(MPMMaterial, PetscOptionItems *);
 PetscErrorCode MPMMaterialRegisterAll(void);
 PetscErrorCode MPMMaterialRegister(const char *type, MPMMaterialCreateFn create);
