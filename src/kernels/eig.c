@@ -1,8 +1,5 @@
 /* Small dense linear algebra for the pointwise kernels. */
-#include <mpm/kernels.h>
-#if defined(__SSE2__)
-#include <immintrin.h>
-#endif
+#include "lanes.h"
 
 /* 2x2 symmetric: closed form with a rotation angle, exact for repeated roots. */
 static void sym_eig2(const double *A, double *lam, double *U)
@@ -104,28 +101,6 @@ double mpm_inverse(int dim, const double *A, double *B)
 /* Cyclic Jacobi on MPM_LANES matrices at once                              */
 /* ------------------------------------------------------------------------ */
 #define L MPM_LANES
-_Static_assert(MPM_LANES % 8 == 0, "lanes_sqrt() takes the lanes 8, 4 or 2 at a time");
-
-/* A loop over the lanes.  "unroll 1" keeps GCC from unrolling the short
- * loop completely before its loop vectorizer runs (the unrolled statements
- * are then often left scalar). */
-#define FOR_LANES(l) _Pragma("GCC unroll 1") for (int l = 0; l < L; l++)
-
-/* y = sqrt(x) on the lanes.  Explicit SIMD: GCC does not vectorize sqrt()
- * under -fmath-errno (the default), and scalar square roots with their
- * errno checks cost as much as the rest of the rotation. */
-static inline void lanes_sqrt(const double *x, double *y)
-{
-#if defined(__AVX512F__)
-  for (int l = 0; l < L; l += 8) _mm512_storeu_pd(y + l, _mm512_sqrt_pd(_mm512_loadu_pd(x + l)));
-#elif defined(__AVX__)
-  for (int l = 0; l < L; l += 4) _mm256_storeu_pd(y + l, _mm256_sqrt_pd(_mm256_loadu_pd(x + l)));
-#elif defined(__SSE2__)
-  for (int l = 0; l < L; l += 2) _mm_storeu_pd(y + l, _mm_sqrt_pd(_mm_loadu_pd(x + l)));
-#else
-  for (int l = 0; l < L; l++) y[l] = sqrt(x[l]);
-#endif
-}
 
 /* One Jacobi rotation in the (p, q) plane of every lane whose on[l] is set:
  * apq is the off-diagonal entry it zeroes, arp and arq the two others
