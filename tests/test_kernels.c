@@ -2033,6 +2033,35 @@ static void test_snow(int d)
   CHECK(err_tau, 0, 1e-12, "%dD snow, 200 random trials: tau from the update's SVD = fixed-corotated stress of the clamped F_E", d);
   CHECK(fmax(out, 0), 0, 1e-14, "%dD snow, 200 random trials: singular values within [1 - theta_c, 1 + theta_s]", d);
   CHECK(keep, 0, 1e-13, "%dD snow, 200 random trials: J_P det F_E unchanged by the clamp", d);
+  /* the batch update (3D in SIMD lanes) against the scalar one: 37
+   * particles (two full lanes and a partial one), elastic, clamped in
+   * compression and stretch, hardened, and some inverted or crushed ones
+   * that the lanes hand to the scalar update */
+  enum { N = 37 };
+  double  F1[N * 9], F2[N * 9], J1[N], J2[N], t1[N * 9], t2[N * 9], eF = 0, eJ = 0, et = 0;
+  uint8_t c2[N];
+  int     same_case = 1;
+  for (int i = 0; i < N; i++) {
+    const double amp = i % 3 == 0 ? 0.005 : 0.08;
+    for (int a = 0; a < d * d; a++) F1[d * d * i + a] = (a % (d + 1) == 0 ? 1.0 : 0.0) + urange(-amp, amp);
+    if (i % 7 == 3) F1[d * d * i] = -0.5; /* inverted */
+    if (i % 11 == 5) F1[d * d * i + d + 1] = 0.1; /* crushed */
+    J1[i] = urange(0.4, 1.1);
+  }
+  memcpy(F2, F1, sizeof F1);
+  memcpy(J2, J1, sizeof J1);
+  mpm_snow_update_n(&p, N, F2, J2, t2, c2);
+  for (int i = 0; i < N; i++) {
+    const int nc = mpm_snow_update(&p, F1 + d * d * i, J1 + i, t1 + d * d * i);
+    same_case &= c2[i] == (nc ? MPM_CASE_CONE : MPM_CASE_ELASTIC);
+    eF = fmax(eF, maxdiff(d * d, F1 + d * d * i, F2 + d * d * i));
+    eJ = fmax(eJ, fabs(J1[i] - J2[i]) / J1[i]);
+    et = fmax(et, maxdiff(d * d, t1 + d * d * i, t2 + d * d * i) / maxabs(d * d, t1 + d * d * i));
+  }
+  CHECK(same_case, 1, 0, "%dD snow, batch update of 37: clamped where the scalar update clamps", d);
+  CHECK(eF, 0, 1e-14, "%dD snow, batch update of 37: F_E as the scalar update", d);
+  CHECK(eJ, 0, 1e-14, "%dD snow, batch update of 37: J_P as the scalar update (relative)", d);
+  CHECK(et, 0, 1e-12, "%dD snow, batch update of 37: tau as the scalar update (relative)", d);
 }
 
 int main(void)

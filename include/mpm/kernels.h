@@ -269,6 +269,9 @@ void mpm_snow_lame(const MPMSnowParams *p, double Jp, double *mu, double *lambda
  * J_P = det F_P, and the Kirchhoff stress.  Returns the number of clamped
  * singular values (0: elastic). */
 int mpm_snow_update(const MPMSnowParams *p, double *Fe, double *Jp, double *tau);
+/* mpm_snow_update of n particles (3D in MPM_LANES SIMD lanes, equal to it
+ * to roundoff); pcase[i] = MPM_CASE_CONE where clamped, else ELASTIC. */
+void mpm_snow_update_n(const MPMSnowParams *p, int n, double *Fe, double *Jp, double *tau, uint8_t *pcase);
 
 /* Lame parameters from Young's modulus and Poisson's ratio. */
 static inline void mpm_lame(double E, double nu, double *mu, double *lambda)

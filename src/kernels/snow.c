@@ -4,8 +4,7 @@
  * F_E to [1 - theta_c, 1 + theta_s] (S12).  Pure pointwise kernels: the
  * material and the semi-implicit integrator of the snow issue build on
  * them. */
-#include <math.h>
-#include <mpm/kernels.h>
+#include "lanes.h"
 
 /* Right-handed unit vector c = a x b (3D). */
 static void cross3(const double *a, const double *b, double *c)
@@ -303,4 +302,117 @@ void mpm_fcr_trial_piola(int d, double mu, double lambda, const double *F, doubl
       for (int k = 0; k < d; k++) t += lin->U[i * d + k] * lin->g[k] * lin->V[j * d + k];
       P[i * d + j] = t;
     }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The snow update on MPM_LANES particles at once (3D)                      */
+/* ------------------------------------------------------------------------ */
+/* mpm_snow_update without V: with b = F F^T = U diag(s^2) U^T (the Jacobi
+ * of mpm_sym_eig3_lanes, as for Drucker-Prager), F = U diag(s) V^T gives
+ *   clamped F_E = U diag(c) V^T = U diag(c/s) U^T F,
+ *   tau = U diag(2 mu (c - 1) c + lambda (J - 1) J) U^T,  J = prod c,
+ * so the particles run in SIMD lanes.  s = sqrt of an eigenvalue of b is
+ * accurate to roundoff relative to 1 where s is not small; particles with
+ * det F <= 0 or a singular value below 0.25 (inverted or crushed, where
+ * the signs of mpm_svd_signed matter) take the scalar mpm_snow_update. */
+#define L MPM_LANES
+
+static void snow_update_lanes(const MPMSnowParams *p, int nl, double *Fe, double *Jp, double *tau, uint8_t *pcase)
+{
+  double F[9][L], A[6][L], lam[3][L], U[9][L], s[3][L], c[3][L], e[3][L], jv[L], x[L], h[L];
+  int    clamped[L], scalar[L], any_clamped = 0;
+
+  for (int l = 0; l < nl; l++) {
+    for (int k = 0; k < 9; k++) F[k][l] = Fe[9 * l + k];
+    jv[l] = Jp[l];
+  }
+  for (int l = nl; l < L; l++) { /* unused lanes: an undeformed particle */
+    for (int k = 0; k < 9; k++) F[k][l] = (k % 4 == 0);
+    jv[l] = 1.0;
+  }
+  FOR_LANES(l)
+  {
+    A[0][l] = F[0][l] * F[0][l] + F[1][l] * F[1][l] + F[2][l] * F[2][l];
+    A[1][l] = F[3][l] * F[3][l] + F[4][l] * F[4][l] + F[5][l] * F[5][l];
+    A[2][l] = F[6][l] * F[6][l] + F[7][l] * F[7][l] + F[8][l] * F[8][l];
+    A[3][l] = F[0][l] * F[3][l] + F[1][l] * F[4][l] + F[2][l] * F[5][l];
+    A[4][l] = F[0][l] * F[6][l] + F[1][l] * F[7][l] + F[2][l] * F[8][l];
+    A[5][l] = F[3][l] * F[6][l] + F[4][l] * F[7][l] + F[5][l] * F[8][l];
+  }
+  mpm_sym_eig3_lanes(A, lam, U);
+  for (int k = 0; k < 3; k++) {
+    FOR_LANES(l) lam[k][l] = fmax(lam[k][l], 0.0);
+    lanes_sqrt(lam[k], s[k]);
+  }
+  /* the clamp (S12) and J_P *= det F_E^trial / det F_E */
+  FOR_LANES(l)
+  {
+    const double det = F[0][l] * (F[4][l] * F[8][l] - F[5][l] * F[7][l]) - F[1][l] * (F[3][l] * F[8][l] - F[5][l] * F[6][l]) + F[2][l] * (F[3][l] * F[7][l] - F[4][l] * F[6][l]);
+    double       jt = 1, jc = 1;
+    int          nc = 0;
+    scalar[l]       = !(det > 0) || !(s[0][l] >= 0.25 && s[1][l] >= 0.25 && s[2][l] >= 0.25);
+    for (int k = 0; k < 3; k++) {
+      const double sk = scalar[l] ? 1.0 : s[k][l];
+      c[k][l]         = fmin(fmax(sk, 1.0 - p->theta_c), 1.0 + p->theta_s);
+      nc += c[k][l] != sk;
+      jt *= sk;
+      jc *= c[k][l];
+      e[k][l] = c[k][l] / sk;
+    }
+    clamped[l] = nc;
+    jv[l]      = nc ? jv[l] * (jt / jc) : jv[l];
+    x[l]       = p->xi * (1.0 - jv[l]);
+    any_clamped |= nc;
+  }
+  if (any_clamped) {
+    lanes_flow(clamped, U, e, F);
+    for (int l = 0; l < nl; l++)
+      if (clamped[l] && !scalar[l]) {
+        for (int k = 0; k < 9; k++) Fe[9 * l + k] = F[k][l];
+        Jp[l] = jv[l];
+      }
+  }
+  /* tau = U diag(2 mu (c - 1) c + lambda (J - 1) J) U^T with the hardened Lame parameters (S2) */
+  lanes_exp(x, h);
+  double T[6][L];
+  FOR_LANES(l)
+  {
+    const double mu = p->mu0 * h[l], lambda = p->lambda0 * h[l], J = c[0][l] * c[1][l] * c[2][l];
+    double       g[3];
+    for (int k = 0; k < 3; k++) g[k] = 2.0 * mu * (c[k][l] - 1.0) * c[k][l] + lambda * (J - 1.0) * J;
+    for (int m = 0; m < 6; m++) {
+      double t = 0;
+      for (int k = 0; k < 3; k++) t += U[3 * SymI[m] + k][l] * g[k] * U[3 * SymJ[m] + k][l];
+      T[m][l] = t;
+    }
+  }
+  for (int l = 0; l < nl; l++) {
+    double *t = tau + 9 * l;
+    if (scalar[l]) {
+      pcase[l] = (uint8_t)(mpm_snow_update(p, Fe + 9 * l, Jp + l, t) ? MPM_CASE_CONE : MPM_CASE_ELASTIC);
+      continue;
+    }
+    t[0] = T[0][l];
+    t[4] = T[1][l];
+    t[8] = T[2][l];
+    t[1] = t[3] = T[3][l];
+    t[2] = t[6] = T[4][l];
+    t[5] = t[7] = T[5][l];
+    pcase[l]    = (uint8_t)(clamped[l] ? MPM_CASE_CONE : MPM_CASE_ELASTIC);
+  }
+}
+
+/* mpm_snow_update of n particles; pcase: MPM_CASE_CONE where clamped
+ * ("plastic" in the frames), MPM_CASE_ELASTIC otherwise.  3D runs in lanes. */
+void mpm_snow_update_n(const MPMSnowParams *p, int n, double *Fe, double *Jp, double *tau, uint8_t *pcase)
+{
+  const int d2 = p->dim * p->dim;
+  if (p->dim != 3) {
+    for (int i = 0; i < n; i++) pcase[i] = (uint8_t)(mpm_snow_update(p, Fe + d2 * i, Jp + i, tau + d2 * i) ? MPM_CASE_CONE : MPM_CASE_ELASTIC);
+    return;
+  }
+  for (int i = 0; i < n; i += L) {
+    const int nl = n - i < L ? n - i : L;
+    snow_update_lanes(p, nl, Fe + 9 * i, Jp + i, tau + 9 * i, pcase + i);
+  }
 }

@@ -12,8 +12,7 @@
 static void SnowCommit(const MPMMaterial m, int n, const MPMMaterialPoints *pts)
 {
   const MPMSnowParams *p  = (const MPMSnowParams *)m->ctx;
-  const int            d2 = p->dim * p->dim;
-  for (int q = 0; q < n; q++) pts->pcase[q] = mpm_snow_update(p, pts->Fe + q * d2, pts->Jp + q, pts->tau + q * d2) ? MPM_CASE_CONE : MPM_CASE_ELASTIC; /* clamped: "plastic" (2) in the frames */
+  mpm_snow_update_n(p, n, pts->Fe, pts->Jp, pts->tau, pts->pcase); /* clamped: "plastic" (2) in the frames */
 }
 
 static void SnowStress(const MPMMaterial m, const double *Fe, double Jp, double *tau)
