@@ -6,6 +6,8 @@
  *   [1 .. dim]        momentum after P2G, velocity after the grid update
  *   [1+dim .. 2 dim]  (FLIP only) the force impulse after P2G, the velocity
  *                     before forces after the grid update
+ *   [7]               (3D FLIP, padding) unused: 8 doubles are two SIMD
+ *                     vectors (mpm_transfer_dof)
  * Node (i,j,k) lives at ((k-gs[2])*gn[1] + (j-gs[1]))*gn[0] + (i-gs[0]). */
 #ifndef MPM_TRANSFER_H
 #define MPM_TRANSFER_H
@@ -19,6 +21,11 @@ typedef struct {
   double h, origin[3]; /* node (i,j,k) is at origin + h (i,j,k) */
   int    gs[3], gn[3]; /* first node index and node count per axis (gn[2] = 1 in 2D) */
 } MPMGridBox;
+
+/* The values per node of a transfer grid: 1 + dim (APIC), 1 + 2 dim
+ * (PIC/FLIP), padded to 8 in 3D PIC/FLIP for the vectorized transfers
+ * (a node of 7 runs too, at about half the speed). */
+static inline int mpm_transfer_dof(int dim, int flip) { return !flip ? 1 + dim : dim == 3 ? 8 : 1 + 2 * dim; }
 
 /* Particle state read and written by the transfers (structure of arrays;
  * vectors dim per particle, matrices dim*dim). */

@@ -93,8 +93,8 @@ PetscErrorCode MPMSetFromOptions(MPMSim sim)
   PetscCall(MPMCheckpointSetUp(sim));
   PetscCall(MPMBalanceSetUp(sim));
   /* before the grid fields exist: the method's own state (APIC C and tau,
-   * 2 dim^2 values) and its widest grid field (FLIP: 1 + 2 dim) as the bound */
-  PetscCall(MPMMemoryCheck(sim, (double)sim->species[0]->p.bytes + 16.0 * sim->dim * sim->dim, 1 + 2 * sim->dim));
+   * 2 dim^2 values) and its widest grid field (FLIP) as the bound */
+  PetscCall(MPMMemoryCheck(sim, (double)sim->species[0]->p.bytes + 16.0 * sim->dim * sim->dim, mpm_transfer_dof((int)sim->dim, 1)));
   PetscCall(sim->integ->ops.setup(sim->integ, sim));
   if (!sim->help) PetscCall(CheckTimeScales(sim));
   PetscCall(CheckUniqueNames(sim));

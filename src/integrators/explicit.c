@@ -63,7 +63,7 @@ static PetscErrorCode SpeciesSetUp(Explicit *ex, MPMSim sim, PetscInt s)
   PetscFunctionBeginUser;
   PetscCall(MPMIntegratorStressFields(sp, f));
   PetscCall(PetscSNPrintf(name, sizeof(name), "%s_momentum", sp->name));
-  PetscCall(MPMGridFieldCreate(sim, name, 1 + (ex->transfer == MPM_TRANSFER_APIC ? 1 : 2) * sim->dim, PETSC_FALSE, &sp->grid)); /* FLIP keeps v^n */
+  PetscCall(MPMGridFieldCreate(sim, name, mpm_transfer_dof((int)sim->dim, ex->transfer != MPM_TRANSFER_APIC), PETSC_FALSE, &sp->grid)); /* FLIP keeps v^n */
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -823,7 +823,7 @@ static PetscErrorCode ImplicitSetUp(MPMIntegrator integ, MPMSim sim)
     PetscCall(MPMIntegratorStressFields(sp, &is->f));
     PetscCall(PetscSNPrintf(name, sizeof(name), "%s_momentum", sp->name));
     /* m and m v^n, then the held flag and v^{n+1} for G2P (and v^n for FLIP) */
-    PetscCall(MPMGridFieldCreate(sim, name, 1 + (im->transfer == MPM_TRANSFER_APIC ? 1 : 2) * sim->dim, PETSC_FALSE, &sp->grid));
+    PetscCall(MPMGridFieldCreate(sim, name, mpm_transfer_dof((int)sim->dim, im->transfer != MPM_TRANSFER_APIC), PETSC_FALSE, &sp->grid));
     PetscCall(PetscSNPrintf(name, sizeof(name), "%s_velocity", sp->name));
     PetscCall(MPMGridFieldCreate(sim, name, sim->dim, PETSC_FALSE, &is->vel));
     is->pmat = (int)im->pmat;

@@ -26,7 +26,7 @@
 #include <mpm/kernels.h>
 #include <mpm/transfer.h>
 #include <string.h>
-#if defined(__FMA__)
+#if defined(__AVX__)
 #include <immintrin.h>
 #endif
 
@@ -342,6 +342,149 @@ ALWAYS_INLINE double g2p_3d_vec4(const int order, const MPMGridBox *g, const dou
 }
 
 /* ------------------------------------------------------------------------ */
+/* 3D PIC/FLIP: a node of 7 (or 8, padded) doubles as two vec4 (lo = mass   */
+/* and momentum or velocity, hi = force or old velocity, fourth lane unused) */
+/* ------------------------------------------------------------------------ */
+/* The bodies of p2g_generic(3, order, 1, ...) and g2p_generic(3, order, 1,
+ * ...) with the slots that are always zero left out (no force in lo, no
+ * momentum in hi) and only the sums G2P uses (the gradient and the affine
+ * moment of lo, the value of hi).  Plain vector products and sums in the
+ * generic bodies' order, no fused multiply-add: the results are those of
+ * the generic bodies bit for bit (the golden 3D FLIP case).  The explicit
+ * integrator pads its FLIP nodes to 8 doubles (dof 8): hi is then a plain
+ * vector load and store.  With 7, hi is a masked one, and a masked store
+ * does not forward to the next particle's load of the same node (sorted
+ * particles share nodes): the P2G of dof 7 runs at the generic body's
+ * speed, that of dof 8 at ~2x. */
+#if defined(__AVX__)
+/* masked: the fourth lane is neither read nor written (it is the next
+ * node's mass, or past the end of the grid), and a memcpy of 3 doubles
+ * into a vector goes through the stack (a store-forwarding stall) */
+ALWAYS_INLINE vec4 vec4_load3(const double *p) { return (vec4)_mm256_maskload_pd(p, _mm256_set_epi64x(0, -1, -1, -1)); }
+ALWAYS_INLINE void vec4_store3(double *p, vec4 v) { _mm256_maskstore_pd(p, _mm256_set_epi64x(0, -1, -1, -1), (__m256d)v); }
+#else
+ALWAYS_INLINE vec4 vec4_load3(const double *p) { return (vec4){p[0], p[1], p[2], 0}; }
+ALWAYS_INLINE void vec4_store3(double *p, vec4 v) { p[0] = v[0], p[1] = v[1], p[2] = v[2]; }
+#endif
+
+ALWAYS_INLINE vec4 hi_load(const int dof, const double *p) { return dof == 8 ? vec4_load(p) : vec4_load3(p); }
+ALWAYS_INLINE void hi_store(const int dof, double *p, vec4 v)
+{
+  if (dof == 8) vec4_store(p, v);
+  else vec4_store3(p, v);
+}
+
+ALWAYS_INLINE void p2g_3d_split(const int order, const int dof, const MPMGridBox *g, const MPMParticleView *p, double dt, double *restrict grid)
+{
+  const int     S = order + 1;
+  const double *restrict X = p->x, *restrict V = p->v, *restrict Cp = p->C, *restrict T = p->tau, *restrict M = p->m, *restrict V0 = p->V0;
+  const long    sy = (long)dof * g->gn[0], sz = sy * g->gn[1];
+
+  for (int q = 0; q < p->n; q++) {
+    Stencil       s;
+    const double  m = M[q], dvt = dt * V0[q];
+    const double *restrict v = V + 3 * q, *restrict tau = T + 9 * q;
+    vec4          P[3] = {{0}}, Q[3];
+    const vec4    P0 = {m, m * v[0], m * v[1], m * v[2]};
+    stencil_eval(g, 3, order, X + 3 * q, &s);
+    for (int b = 0; b < 3; b++) {
+      if (Cp) P[b] = (vec4){0, m * Cp[9 * q + b], m * Cp[9 * q + 3 + b], m * Cp[9 * q + 6 + b]};
+      Q[b] = (vec4){dvt * tau[b], dvt * tau[3 + b], dvt * tau[6 + b], 0};
+    }
+    double *restrict origin = grid + dof * node_offset(g, s.base[0], s.base[1], s.base[2]);
+    for (int kz = 0; kz < S; kz++) {
+      const vec4 wz = vec4_set1(s.w[2][kz]);
+      const vec4 Za = wz * P0 + vec4_set1(s.wdx[2][kz]) * P[2], Zp1 = wz * P[1], Zb = wz * P[0];
+      const vec4 Zh = -(vec4_set1(s.dw[2][kz]) * Q[2]), Zq1 = wz * Q[1], Zc = wz * Q[0];
+      for (int ky = 0; ky < S; ky++) {
+        const vec4 wy = vec4_set1(s.w[1][ky]);
+        const vec4 Ra = wy * Za + vec4_set1(s.wdx[1][ky]) * Zp1, Rb = wy * Zb;
+        const vec4 Rh = wy * Zh - vec4_set1(s.dw[1][ky]) * Zq1, Rc = wy * Zc;
+        double *restrict row = origin + kz * sz + ky * sy;
+        for (int kx = 0; kx < S; kx++) {
+          double *restrict node = row + dof * kx;
+          const vec4 wx = vec4_set1(s.w[0][kx]);
+          vec4_store(node, vec4_load(node) + (wx * Ra + vec4_set1(s.wdx[0][kx]) * Rb));
+          hi_store(dof, node + 4, hi_load(dof, node + 4) + (wx * Rh - vec4_set1(s.dw[0][kx]) * Rc));
+        }
+      }
+    }
+  }
+}
+
+ALWAYS_INLINE double g2p_3d_split(const int order, const int dof, const MPMGridBox *g, const double *restrict grid, double dt, double flip, double rest, MPMParticleView *p)
+{
+  const int    S = order + 1;
+  const double dinv = mpm_apic_dinv(order, g->h);
+  const double rest2 = rest * rest * g->h * g->h; /* |v| dt <= rest h: at rest */
+  const long   sy = (long)dof * g->gn[0], sz = sy * g->gn[1];
+  double *restrict X = p->x, *restrict V = p->v, *restrict Cp = p->C, *restrict Fp = p->Fe;
+  double       vmax2 = 0;
+
+  for (int q = 0; q < p->n; q++) {
+    Stencil s;
+    double *restrict x = X + 3 * q, *restrict v = V + 3 * q, *restrict Fe = Fp + 9 * q;
+    vec4 vp = {0}, vo = {0}, B[3] = {{0}}, G[3] = {{0}};
+    stencil_eval(g, 3, order, x, &s);
+    const double *restrict origin = grid + dof * node_offset(g, s.base[0], s.base[1], s.base[2]);
+    for (int kz = 0; kz < S; kz++) {
+      vec4 T0 = {0}, T1 = {0}, T2 = {0}, T3 = {0}, T4 = {0}, To = {0};
+      for (int ky = 0; ky < S; ky++) {
+        vec4 S0 = {0}, S1 = {0}, S2 = {0}, So = {0};
+        const double *restrict row = origin + kz * sz + ky * sy;
+        for (int kx = 0; kx < S; kx++) {
+          const vec4 n = vec4_load(row + dof * kx), o = hi_load(dof, row + dof * kx + 4), wx = vec4_set1(s.w[0][kx]);
+          S0 += wx * n;
+          S1 += vec4_set1(s.wdx[0][kx]) * n;
+          S2 += vec4_set1(s.dw[0][kx]) * n;
+          So += wx * o;
+        }
+        const vec4 wy = vec4_set1(s.w[1][ky]);
+        T0 += wy * S0;
+        T1 += wy * S1;
+        T2 += wy * S2;
+        T3 += vec4_set1(s.wdx[1][ky]) * S0;
+        T4 += vec4_set1(s.dw[1][ky]) * S0;
+        To += wy * So;
+      }
+      const vec4 wz = vec4_set1(s.w[2][kz]);
+      vp += wz * T0;
+      vo += wz * To;
+      B[0] += wz * T1;
+      B[1] += wz * T3;
+      G[0] += wz * T2;
+      G[1] += wz * T4;
+      B[2] += vec4_set1(s.wdx[2][kz]) * T0;
+      G[2] += vec4_set1(s.dw[2][kz]) * T0;
+    }
+    double sp2 = 0;
+    for (int a = 0; a < 3; a++) {
+      const double vg   = vp[1 + a];
+      const double vnew = flip < 0 ? vg : flip * (v[a] + vg - vo[a]) + (1.0 - flip) * vg;
+      x[a] += dt * vg; /* (K13): nodes move with the grid velocity */
+      v[a] = vnew;
+      sp2 += vnew * vnew;
+    }
+    if (sp2 > vmax2) vmax2 = sp2;
+    if (Cp) {
+      const double keep = vp[0] > 0 && sp2 * dt * dt <= rest2 ? 0.0 : dinv; /* at rest next to a held node (slot 0): drop C */
+      for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++) Cp[9 * q + 3 * a + b] = B[b][1 + a] * keep; /* affine FLIP */
+    }
+    /* (K14, K16): F_E <- (I + dt grad v) F_E */
+    double Fn[9];
+    for (int a = 0; a < 3; a++)
+      for (int b = 0; b < 3; b++) {
+        double t = Fe[3 * a + b];
+        for (int c = 0; c < 3; c++) t += dt * G[c][1 + a] * Fe[3 * c + b];
+        Fn[3 * a + b] = t;
+      }
+    for (int a = 0; a < 9; a++) Fe[a] = Fn[a];
+  }
+  return vmax2;
+}
+
+/* ------------------------------------------------------------------------ */
 /* The implicit integrator's operators: gradients and divergences on a grid  */
 /* of velocities, node by node (clarity first: they run a few times per      */
 /* Newton step, not once per time step like P2G/G2P).                        */
@@ -463,8 +606,8 @@ void mpm_p2g(const MPMGridBox *g, const MPMParticleView *p, double dt, double *g
     if (g->order == 2) p2g_3d_vec4(2, g, p, dt, grid);
     else p2g_3d_vec4(3, g, p, dt, grid);
   } else if (g->dim == 3) {
-    if (g->order == 2) p2g_generic(3, 2, 1, g, p, dt, grid);
-    else p2g_generic(3, 3, 1, g, p, dt, grid);
+    if (g->dof == 8) g->order == 2 ? p2g_3d_split(2, 8, g, p, dt, grid) : p2g_3d_split(3, 8, g, p, dt, grid);
+    else g->order == 2 ? p2g_3d_split(2, 7, g, p, dt, grid) : p2g_3d_split(3, 7, g, p, dt, grid);
   } else if (g->order == 2) {
     if (split) p2g_generic(2, 2, 1, g, p, dt, grid);
     else p2g_generic(2, 2, 0, g, p, dt, grid);
@@ -478,7 +621,8 @@ double mpm_g2p(const MPMGridBox *g, const double *grid, double dt, double flip, 
 {
   const int split = g->dof > 1 + g->dim;
   if (g->dim == 3 && !split && flip < 0) return g->order == 2 ? g2p_3d_vec4(2, g, grid, dt, rest, p) : g2p_3d_vec4(3, g, grid, dt, rest, p);
-  if (g->dim == 3) return g->order == 2 ? g2p_generic(3, 2, 1, g, grid, dt, flip, rest, p) : g2p_generic(3, 3, 1, g, grid, dt, flip, rest, p);
+  if (g->dim == 3 && g->dof == 8) return g->order == 2 ? g2p_3d_split(2, 8, g, grid, dt, flip, rest, p) : g2p_3d_split(3, 8, g, grid, dt, flip, rest, p);
+  if (g->dim == 3) return g->order == 2 ? g2p_3d_split(2, 7, g, grid, dt, flip, rest, p) : g2p_3d_split(3, 7, g, grid, dt, flip, rest, p);
   if (g->order == 2) return split ? g2p_generic(2, 2, 1, g, grid, dt, flip, rest, p) : g2p_generic(2, 2, 0, g, grid, dt, flip, rest, p);
   return split ? g2p_generic(2, 3, 1, g, grid, dt, flip, rest, p) : g2p_generic(2, 3, 0, g, grid, dt, flip, rest, p);
 }
