@@ -2064,6 +2064,48 @@ static void test_snow(int d)
   CHECK(et, 0, 1e-12, "%dD snow, batch update of 37: tau as the scalar update (relative)", d);
 }
 
+/* Water (Tampubolon et al. 2017, s. 3.2, 4.3.1): the pressure law, its
+ * energy (dpsi/dJ = -p by central differences, also across the tension
+ * cutoff), tau = -J p I, and the J update: J <- (1 + dt div v) J from the
+ * trial F_E = I + dt grad v, which a rotation (div v = 0) leaves unchanged
+ * (det(I + dt grad v) would grow by dt^2 w^2 per step), F_E reset to I. */
+static void test_water(int d)
+{
+  MPMWaterParams p = {d, 1e5, 7.0, INFINITY};
+  double         err_p = 0, err_e = 0;
+  for (int cut = 0; cut < 2; cut++) {
+    p.max_tension = cut ? 2e4 : INFINITY;
+    for (double J = 0.95; J <= 1.2; J += 0.0123) {
+      const double h = 1e-6, dpsi = (mpm_water_energy(&p, J + h) - mpm_water_energy(&p, J - h)) / (2 * h);
+      const double law = fmax(p.k * (pow(J, -p.gamma) - 1.0), -p.max_tension);
+      err_p            = fmax(err_p, fabs(mpm_water_pressure(&p, J) - law) / p.k);
+      err_e            = fmax(err_e, fabs(dpsi + mpm_water_pressure(&p, J)) / p.k);
+    }
+  }
+  CHECK(err_p, 0, 1e-15, "%dD water: p = max(k (J^-gamma - 1), -max_tension)", d);
+  CHECK(err_e, 0, 1e-7, "%dD water: dpsi/dJ = -p (central differences, h 1e-6; with and without the cutoff)", d);
+  CHECK(mpm_water_energy(&p, 1.0), 0, 0, "%dD water: psi(1) = 0", d);
+  p.max_tension = INFINITY;
+  /* a rotation at w dt = 0.01 for 100 steps, then a compression */
+  double Fe[9], tau[9], J = 1.0, Jdet = 1.0;
+  for (int step = 0; step < 100; step++) {
+    identity(d, Fe);
+    Fe[1] = -0.01, Fe[d] = 0.01; /* I + dt [[0, -w], [w, 0]] in the x-y plane */
+    Jdet *= mpm_det(d, Fe);
+    mpm_water_update(&p, Fe, &J, tau);
+  }
+  CHECK(J, 1.0, 0, "%dD water: 100 steps of rotation keep J = 1 exactly (det F would give %.6f)", d, Jdet);
+  identity(d, Fe);
+  Fe[0] = 0.99, Fe[1] = 0.3; /* div v dt = -0.01, with shear */
+  mpm_water_update(&p, Fe, &J, tau);
+  double off = 0;
+  for (int i = 0; i < d * d; i++) off = fmax(off, fabs(Fe[i] - (i % (d + 1) == 0)));
+  CHECK(J, 0.99, 1e-15, "%dD water: J <- (1 + dt div v) J, shear ignored", d);
+  CHECK(off, 0, 0, "%dD water: F_E reset to the identity", d);
+  CHECK(tau[0], -0.99 * 1e5 * (pow(0.99, -7.0) - 1.0), 1e-9, "%dD water: tau = -J p I", d);
+  CHECK(tau[1], 0, 0, "%dD water: no shear stress", d);
+}
+
 int main(void)
 {
   printf("%-74s %-20s %-20s %-7s %s\n", "check", "value", "expected", "tol", "result");
@@ -2132,6 +2174,9 @@ int main(void)
     test_trial_elastic(dim, "fixed corotated", mpm_fcr_trial_piola, mpm_fcr_stress);
     test_snow(dim);
   }
+
+  section("10. Water (Tampubolon et al. 2017): pressure law, energy, J update");
+  for (int dim = 2; dim <= 3; dim++) test_water(dim);
 
   printf("\n%d checks, %d failed\n", n_checks, n_failed);
   return n_failed ? 1 : 0;

@@ -273,6 +273,25 @@ int mpm_snow_update(const MPMSnowParams *p, double *Fe, double *Jp, double *tau)
  * to roundoff); pcase[i] = MPM_CASE_CONE where clamped, else ELASTIC. */
 void mpm_snow_update_n(const MPMSnowParams *p, int n, double *Fe, double *Jp, double *tau, uint8_t *pcase);
 
+/* ------------------------------------------------------------------------ */
+/* Weakly compressible water (Tampubolon et al. 2017; src/kernels/fluid.c)    */
+/* ------------------------------------------------------------------------ */
+typedef struct {
+  int    dim;
+  double k;           /* bulk parameter of p = k (J^-gamma - 1) [Pa] */
+  double gamma;       /* stiffening exponent [-] */
+  double max_tension; /* the pressure is cut off at -max_tension [Pa] (infinite: the law as is) */
+} MPMWaterParams;
+/* p = max(k (J^-gamma - 1), -max_tension) [Pa]. */
+double mpm_water_pressure(const MPMWaterParams *p, double J);
+/* psi(J) with dpsi/dJ = -p and psi(1) = 0 [J/m^3 of reference volume]. */
+double mpm_water_energy(const MPMWaterParams *p, double J);
+/* Kirchhoff stress tau = -J p I. */
+void mpm_water_stress(const MPMWaterParams *p, double J, double *tau);
+/* End of a step: J <- (1 + dt div v) J from the trial F_E = I + dt grad v
+ * (in/out: reset to I), and tau. */
+void mpm_water_update(const MPMWaterParams *p, double *Fe, double *J, double *tau);
+
 /* Lame parameters from Young's modulus and Poisson's ratio. */
 static inline void mpm_lame(double E, double nu, double *mu, double *lambda)
 {

@@ -25,6 +25,7 @@ PetscErrorCode MPMMaterialRegisterAll(void)
   PetscCall(MPMMaterialRegister("neo_hookean", MPMMaterialCreate_NeoHookean));
   PetscCall(MPMMaterialRegister("hencky_elastic", MPMMaterialCreate_Hencky));
   PetscCall(MPMMaterialRegister("snow", MPMMaterialCreate_Snow));
+  PetscCall(MPMMaterialRegister("water", MPMMaterialCreate_Water));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

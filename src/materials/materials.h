@@ -104,5 +104,6 @@ PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial, PetscOptionItems *);
 PetscErrorCode MPMMaterialCreate_NeoHookean(MPMMaterial, PetscOptionItems *);
 PetscErrorCode MPMMaterialCreate_Hencky(MPMMaterial, PetscOptionItems *);
 PetscErrorCode MPMMaterialCreate_Snow(MPMMaterial, PetscOptionItems *);
+PetscErrorCode MPMMaterialCreate_Water(MPMMaterial, PetscOptionItems *);
 
 #endif
