@@ -18,14 +18,17 @@ def frame_files(outdir):
     return sorted(glob.glob(os.path.join(outdir, "frames", "frame_*.h5")))
 
 
-def read_frame(path, fields=None):
+def read_frame(path, fields=None, species=None):
     """Dict of the datasets of one frame (all when fields is None) plus
-    't', 'step', 'dim', 'ranks' and 'options'."""
+    't', 'step', 'dim', 'ranks' and 'options'.  With several species (the
+    sand-water mixture) the first species' datasets are at the root and
+    species s > 0 (e.g. species="water") in the group of its name."""
     out = {}
     with h5py.File(path, "r") as f:
-        names = fields if fields is not None else list(f.keys())
+        g = f[species] if species else f
+        names = fields if fields is not None else [k for k in g.keys() if isinstance(g[k], h5py.Dataset)]
         for name in names:
-            out[name] = f[name][()]
+            out[name] = g[name][()]
         t, dt = f.attrs["time_dt"]
         step, frame, dim, ranks = f.attrs["step_frame_dim_ranks"]
         out.update(t=float(t), dt=float(dt), step=int(step), frame=int(frame), dim=int(dim), ranks=int(ranks))

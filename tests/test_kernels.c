@@ -2071,7 +2071,7 @@ static void test_snow(int d)
  * (det(I + dt grad v) would grow by dt^2 w^2 per step), F_E reset to I. */
 static void test_water(int d)
 {
-  MPMWaterParams p = {d, 1e5, 7.0, INFINITY};
+  MPMWaterParams p = {d, 1e5, 7.0, INFINITY, 1.0};
   double         err_p = 0, err_e = 0;
   for (int cut = 0; cut < 2; cut++) {
     p.max_tension = cut ? 2e4 : INFINITY;

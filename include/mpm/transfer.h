@@ -61,6 +61,9 @@ double mpm_g2p(const MPMGridBox *g, const double *grid, double dt, double flip, 
  *               y = F_p^T grad w_ip, D dim^3 per particle: the diagonal of
  *               the stiffness dt^2 V0 dP/dF contracted on both sides. */
 void mpm_grid_gradient(const MPMGridBox *g, int n, const double *X, const double *grid, int off, double *G);
+/* A scalar per particle to the nodes: slot off of node i += sum_p w_ip s_p
+ * (the sand's volume for the mixture's porosity). */
+void mpm_p2g_scalar(const MPMGridBox *g, int n, const double *X, const double *s, double *grid, int off);
 void mpm_p2g_divergence(const MPMGridBox *g, int n, const double *X, const double *A, double *grid, int off);
 /* The two above fused, one particle at a time (the stencil is evaluated
  * once): G_p = sum_i in_i grad w_ip^T, A_p = op(p, G_p), out_i += sum_p A_p

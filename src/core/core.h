@@ -246,9 +246,10 @@ double         MPMSeedUpperBound(const MPMSim sim);
 PetscErrorCode MPMMemoryCheck(MPMSim sim, double bytes_per_particle, PetscInt grid_dof);
 
 /* ---------------------------------------------------------------- the run */
+#define MPM_MAX_SPECIES 8
 typedef struct {
   double   t;
-  int64_t  n;
+  int64_t  n[MPM_MAX_SPECIES]; /* particles of each species */
   PetscInt frame;
 } MPMFrameRecord;
 

@@ -79,7 +79,7 @@ PetscErrorCode MPMRegionsSetUp(MPMSim sim)
   PetscInt n;
 
   PetscFunctionBeginUser;
-  PetscCall(MPMOptionsGetNames(sim->comm, "Initial particles", "-regions", "Names of the seeded regions (earlier ones win where they overlap); each reads -<name>_*", names, &n));
+  PetscCall(MPMOptionsGetNames(sim->comm, "Initial particles", "-regions", "Names of the seeded regions (earlier ones of the same species win where they overlap); each reads -<name>_*", names, &n));
   sim->nreg = n;
   PetscCall(PetscCalloc1(PetscMax(n, 1), &sim->reg));
   for (PetscInt r = 0; r < n; r++) PetscCall(RegionSetUp(sim, r, names[r]));
@@ -114,11 +114,14 @@ static void RegionLattice(const MPMSim sim, const MPMRegion *R, double s, PetscI
   ihi[ax]  = PetscMin(ihi[ax], shi);
 }
 
+/* Earlier regions of the same species win where they overlap; species
+ * overlap (water in the pores of sand). */
 static PetscBool InsideEarlier(const MPMSim sim, PetscInt r, const double *x)
 {
   double g[3];
   for (PetscInt e = 0; e < r; e++) {
     const MPMPlacedShape *ps = &sim->reg[e].ps;
+    if (sim->reg[e].species != sim->reg[r].species) continue;
     if (MPMPlacedShapeEval(ps, sim->dim, x, g, NULL) <= 0) return PETSC_TRUE;
   }
   return PETSC_FALSE;

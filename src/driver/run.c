@@ -65,14 +65,25 @@ static PetscErrorCode CheckTimeScales(MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* One species today ("default", the deck's -materials); the mixture adds a second. */
+/* One species, "default", with every material of -materials; or, for an
+ * integrator of two phases (-integrator mixture), "sand" with the solid
+ * materials and "water" with the fluids, each on its own grid. */
 static PetscErrorCode SpeciesSetUp(MPMSim sim)
 {
-  MPMSpecies *sp;
+  MPMSpecies *solid, *fluid;
 
   PetscFunctionBeginUser;
-  PetscCall(MPMSpeciesCreate(sim, "default", &sp));
-  PetscCall(MPMMaterialsSetUp(sim, sp));
+  if (!sim->integ->phases) {
+    PetscCall(MPMSpeciesCreate(sim, "default", &solid));
+    PetscCall(MPMMaterialsSetUp(sim, solid, NULL));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(MPMSpeciesCreate(sim, "sand", &solid));
+  PetscCall(MPMSpeciesCreate(sim, "water", &fluid));
+  PetscCall(MPMMaterialsSetUp(sim, solid, fluid));
+  PetscCheck(sim->help || (solid->nmat > 0 && fluid->nmat > 0), sim->comm, PETSC_ERR_USER_INPUT,
+             "-integrator %s needs a solid and a fluid material in -materials (a fluid is -<m>_type water); got %" PetscInt_FMT " solid and %" PetscInt_FMT " fluid", sim->integ->type,
+             solid->nmat, fluid->nmat);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

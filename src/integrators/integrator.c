@@ -22,6 +22,7 @@ PetscErrorCode MPMIntegratorRegisterAll(void)
   PetscCall(MPMIntegratorRegister("explicit", MPMIntegratorCreate_Explicit));
   PetscCall(MPMIntegratorRegister("implicit", MPMIntegratorCreate_Implicit));
   PetscCall(MPMIntegratorRegister("semi_implicit", MPMIntegratorCreate_SemiImplicit));
+  PetscCall(MPMIntegratorRegister("mixture", MPMIntegratorCreate_Mixture));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -62,6 +62,7 @@ struct _p_MPMIntegrator {
   MPMIntegratorOps ops;
   void            *data;
   PetscBool        rejected; /* the last call of ops.step did not advance (solver failure) */
+  PetscBool        phases;   /* set by the create function: two species, solid ("sand") and fluid ("water") */
 };
 
 /* APIC (Jiang et al. 2015, Klar et al.), PIC/FLIP, and affine FLIP: the
@@ -100,5 +101,6 @@ PetscErrorCode MPMIntegratorStats(MPMIntegrator integ, MPMStepStats *s);
 PetscErrorCode MPMIntegratorCreate_Explicit(MPMIntegrator);
 PetscErrorCode MPMIntegratorCreate_Implicit(MPMIntegrator);
 PetscErrorCode MPMIntegratorCreate_SemiImplicit(MPMIntegrator);
+PetscErrorCode MPMIntegratorCreate_Mixture(MPMIntegrator);
 
 #endif

@@ -81,18 +81,30 @@ static hid_t FieldType(const MPMField *f)
   }
 }
 
-static PetscErrorCode WriteParticles(MPMSim sim, MPMH5File *F)
+/* A dataset or group name of species s: `base` for the first species (a
+ * checkpoint of one species reads as before), `base`_<species> otherwise. */
+static void SpeciesName(const MPMSim sim, PetscInt s, const char *base, char *name, size_t len)
 {
-  char  name[128];
-  hid_t grp;
+  if (s == 0) snprintf(name, len, "%s", base);
+  else snprintf(name, len, "%s_%s", base, sim->species[s]->name);
+}
+
+static PetscErrorCode WriteParticles(MPMSim sim, PetscInt s, MPMH5File *F)
+{
+  char                group[MPM_NAME_LEN + 16], name[3 * MPM_NAME_LEN];
+  hid_t               grp;
+  const MPMParticles *p = &sim->species[s]->p;
 
   PetscFunctionBeginUser;
-  H5CALL(grp = H5Gcreate2(F->file, "particles", H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  SpeciesName(sim, s, "particles", group, sizeof(group));
+  F->n = p->n;
+  PetscCall(MPMGlobalOffset(sim->comm, F->n, &F->offset, &F->total));
+  H5CALL(grp = H5Gcreate2(F->file, group, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   H5CALL(H5Gclose(grp));
-  for (PetscInt f = 0; f < sim->species[0]->p.nfield; f++) {
-    const MPMField *fd = &sim->species[0]->p.field[f];
+  for (PetscInt f = 0; f < p->nfield; f++) {
+    const MPMField *fd = &p->field[f];
     if (!(fd->flags & MPM_FIELD_CHECKPOINT)) continue;
-    PetscCall(PetscSNPrintf(name, sizeof(name), "particles/%s", fd->name));
+    PetscCall(PetscSNPrintf(name, sizeof(name), "%s/%s", group, fd->name));
     PetscCall(MPMH5WriteArray(F, name, FieldType(fd), fd->ncomp, fd->data));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -111,12 +123,14 @@ static PetscErrorCode WritePerRank(MPMSim sim, hid_t file, const char *name, int
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The frames written so far (rank 0 keeps the list): t, particle count, number. */
+/* The frames written so far (rank 0 keeps the list): t, particle count of
+ * each species, number. */
 static PetscErrorCode WriteFrameList(MPMSim sim, hid_t file)
 {
   int       nf = (int)sim->nframes;
   double   *t;
   int64_t  *n, *num;
+  char      name[MPM_NAME_LEN + 32];
   MPMH5File R = {file, 0, 0, 0, 0};
 
   PetscFunctionBeginUser;
@@ -126,13 +140,16 @@ static PetscErrorCode WriteFrameList(MPMSim sim, hid_t file)
   PetscCall(PetscMalloc3(nf + 1, &t, nf + 1, &n, nf + 1, &num));
   for (PetscInt f = 0; f < R.n; f++) {
     t[f]   = sim->frames[f].t;
-    n[f]   = sim->frames[f].n;
     num[f] = sim->frames[f].frame;
   }
   H5CALL(R.dxpl = H5Pcreate(H5P_DATASET_XFER));
   H5CALL(H5Pset_dxpl_mpio(R.dxpl, H5FD_MPIO_COLLECTIVE));
   PetscCall(MPMH5WriteArray(&R, "frame_time", H5T_NATIVE_DOUBLE, 1, t));
-  PetscCall(MPMH5WriteArray(&R, "frame_particles", H5T_NATIVE_INT64, 1, n));
+  for (PetscInt s = 0; s < sim->nspecies; s++) {
+    for (PetscInt f = 0; f < R.n; f++) n[f] = sim->frames[f].n[s];
+    SpeciesName(sim, s, "frame_particles", name, sizeof(name));
+    PetscCall(MPMH5WriteArray(&R, name, H5T_NATIVE_INT64, 1, n));
+  }
   PetscCall(MPMH5WriteArray(&R, "frame_number", H5T_NATIVE_INT64, 1, num));
   H5CALL(H5Pclose(R.dxpl));
   PetscCall(PetscFree3(t, n, num));
@@ -186,7 +203,11 @@ static PetscErrorCode WriteState(MPMSim sim, hid_t file)
   PetscCall(MPMH5WriteAttr(file, "emitter_layers_and_count", H5T_NATIVE_INT64, (int)sim->nem + 1, layers));
   PetscCall(MPMH5WriteString(file, "version", MPMVersion()));
   PetscCall(MPMH5WriteString(file, "options", sim->options_string ? sim->options_string : ""));
-  PetscCall(WritePerRank(sim, file, "particles_per_rank", sim->species[0]->p.n));
+  for (PetscInt s = 0; s < sim->nspecies; s++) {
+    char name[MPM_NAME_LEN + 32];
+    SpeciesName(sim, s, "particles_per_rank", name, sizeof(name));
+    PetscCall(WritePerRank(sim, file, name, sim->species[s]->p.n));
+  }
   PetscCall(WritePerRank(sim, file, "slab_start", sim->layout.slab_start[sim->rank]));
   PetscCall(WriteFrameList(sim, file));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -351,7 +372,6 @@ PetscErrorCode MPMCheckpointWrite(MPMSim sim)
   PetscLogDouble t0, t1;
 
   PetscFunctionBeginUser;
-  PetscCheck(sim->nspecies == 1, sim->comm, PETSC_ERR_SUP, "Checkpoints of more than one particle species are not implemented yet");
   PetscCall(PetscLogEventBegin(MPM_EVENT_CHECKPOINT, 0, 0, 0, 0));
   PetscCall(PetscTime(&t0));
   PetscCall(PetscSNPrintf(dir, sizeof(dir), "%s/checkpoints", sim->outdir));
@@ -359,9 +379,7 @@ PetscErrorCode MPMCheckpointWrite(MPMSim sim)
   PetscCall(PetscSNPrintf(tmp, sizeof(tmp), "%s.tmp", path));
   PetscCall(MPMOutputMakeDir(sim, dir));
   PetscCall(MPMH5Create(sim->comm, tmp, &F));
-  F.n = sim->species[0]->p.n;
-  PetscCall(MPMGlobalOffset(sim->comm, F.n, &F.offset, &F.total));
-  PetscCall(WriteParticles(sim, &F));
+  for (PetscInt s = 0; s < sim->nspecies; s++) PetscCall(WriteParticles(sim, s, &F));
   PetscCall(WriteState(sim, F.file));
   PetscCall(WriteMethodState(sim, &F));
   PetscCall(MPMCheckpointGridFieldsWrite(sim, &F));
@@ -372,7 +390,7 @@ PetscErrorCode MPMCheckpointWrite(MPMSim sim)
   sim->ckpt_last_wall = t1;
   sim->ckpt_seconds += t1 - t0;
   sim->ckpt_count++;
-  PetscCall(PetscInfo(NULL, "Checkpoint %s: %lld particles in %.3f s\n", path, (long long)F.total, t1 - t0));
+  PetscCall(PetscInfo(NULL, "Checkpoint %s: %lld particles in %.3f s\n", path, (long long)sim->n_global, t1 - t0));
   PetscCall(PetscLogEventEnd(MPM_EVENT_CHECKPOINT, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -497,10 +515,18 @@ static PetscErrorCode ReadFrameList(MPMSim sim, MPMH5File *F, const char *what)
   R.n      = sim->rank == 0 ? (int64_t)n : 0;
   PetscCall(PetscMalloc3(n + 1, &t, n + 1, &np, n + 1, &num));
   PetscCall(MPMH5ReadArray(&R, "frame_time", H5T_NATIVE_DOUBLE, 1, t, what));
-  PetscCall(MPMH5ReadArray(&R, "frame_particles", H5T_NATIVE_INT64, 1, np, what));
   PetscCall(MPMH5ReadArray(&R, "frame_number", H5T_NATIVE_INT64, 1, num, what));
   sim->nframes = 0;
-  for (int64_t f = 0; f < R.n; f++) PetscCall(MPMOutputRecordFrame(sim, t[f], np[f], (PetscInt)num[f]));
+  for (int64_t f = 0; f < R.n; f++) {
+    const int64_t none[MPM_MAX_SPECIES] = {0};
+    PetscCall(MPMOutputRecordFrame(sim, t[f], none, (PetscInt)num[f]));
+  }
+  for (PetscInt s = 0; s < sim->nspecies; s++) {
+    char name[MPM_NAME_LEN + 32];
+    SpeciesName(sim, s, "frame_particles", name, sizeof(name));
+    PetscCall(MPMH5ReadArray(&R, name, H5T_NATIVE_INT64, 1, np, what));
+    for (int64_t f = 0; f < R.n; f++) sim->frames[f].n[s] = np[f];
+  }
   PetscCall(PetscFree3(t, np, num));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -553,44 +579,49 @@ static PetscErrorCode ReadMethodState(MPMSim sim, MPMH5File *F, int64_t ranks, c
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* This rank's rows: its own block on the same rank count, an equal share otherwise. */
-static PetscErrorCode ReadParticles(MPMSim sim, MPMH5File *F, int64_t ranks, const char *what)
+/* This rank's rows of species s: its own block on the same rank count, an
+ * equal share otherwise; returns the species' total. */
+static PetscErrorCode ReadParticles(MPMSim sim, PetscInt s, MPMH5File *F, int64_t ranks, const char *what, int64_t *total)
 {
-  char          name[128];
+  char          group[MPM_NAME_LEN + 16], name[3 * MPM_NAME_LEN];
   int64_t      *ppr;
   PetscInt      start;
   MPMH5File     R = *F;
-  MPMParticles *p = &sim->species[0]->p;
+  MPMSpecies   *sp = sim->species[s];
+  MPMParticles *p  = &sp->p;
 
   PetscFunctionBeginUser;
-  F->total = sim->n_global;
+  SpeciesName(sim, s, "particles_per_rank", name, sizeof(name));
+  PetscCheck(MPMH5Exists(F->file, name), sim->comm, PETSC_ERR_USER_INPUT, "%s has no particles of species %s (written by another -integrator?)", what, sp->name);
+  PetscCall(PetscMalloc1(ranks, &ppr)); /* every rank reads every rank's count: the species' total */
+  R.offset = 0;
+  R.n      = ranks;
+  R.total  = ranks;
+  PetscCall(MPMH5ReadArray(&R, name, H5T_NATIVE_INT64, 1, ppr, what));
+  *total = 0;
+  for (int64_t r = 0; r < ranks; r++) *total += ppr[r];
+  F->total = *total;
   if (ranks == sim->size) {
-    PetscCall(PetscMalloc1(sim->size, &ppr));
-    R.offset = sim->rank;
-    R.n      = 1;
-    R.total  = sim->size;
-    PetscCall(MPMH5ReadArray(&R, "particles_per_rank", H5T_NATIVE_INT64, 1, ppr, what));
-    F->n = ppr[0];
+    F->n = ppr[sim->rank];
     PetscCall(MPMGlobalOffset(sim->comm, F->n, &F->offset, &R.total));
-    PetscCheck(R.total == sim->n_global, sim->comm, PETSC_ERR_USER_INPUT, "%s: per-rank counts add up to %lld, not %lld particles", what, (long long)R.total, (long long)sim->n_global);
-    PetscCall(PetscFree(ppr));
   } else {
-    F->offset = sim->n_global * sim->rank / sim->size;
-    F->n      = sim->n_global * (sim->rank + 1) / sim->size - F->offset;
+    F->offset = *total * sim->rank / sim->size;
+    F->n      = *total * (sim->rank + 1) / sim->size - F->offset;
   }
+  PetscCall(PetscFree(ppr));
+  SpeciesName(sim, s, "particles", group, sizeof(group));
   PetscCall(MPMParticlesAppend(p, (PetscInt)F->n, &start)); /* every checkpointed field must be in the file */
   for (PetscInt f = 0; f < p->nfield; f++) {
     const MPMField *fd = &p->field[f];
     if (!(fd->flags & MPM_FIELD_CHECKPOINT)) continue;
-    PetscCall(PetscSNPrintf(name, sizeof(name), "particles/%s", fd->name));
+    PetscCall(PetscSNPrintf(name, sizeof(name), "%s/%s", group, fd->name));
     PetscCall(MPMH5ReadArray(F, name, FieldType(fd), fd->ncomp, (char *)fd->data + MPMFieldSize(fd) * (size_t)start, what));
   }
   int64_t        bad = 0; /* counted over all ranks: an error on one rank alone would leave the others in a collective */
   const int32_t *mat = MPMFieldInt32(p, p->f_mat);
-  for (PetscInt q = 0; q < p->n; q++) bad += !(mat[q] >= 0 && mat[q] < sim->species[0]->nmat);
+  for (PetscInt q = 0; q < p->n; q++) bad += !(mat[q] >= 0 && mat[q] < sp->nmat);
   PetscCall(MPMGlobalSumInt64(sim->comm, &bad, 1));
-  PetscCheck(bad == 0, sim->comm, PETSC_ERR_USER_INPUT, "%s: %lld particles have a material index beyond the %" PetscInt_FMT " listed in -materials", what, (long long)bad,
-             sim->species[0]->nmat);
+  PetscCheck(bad == 0, sim->comm, PETSC_ERR_USER_INPUT, "%s: %lld particles have a material index beyond the %" PetscInt_FMT " listed in -materials", what, (long long)bad, sp->nmat);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -654,7 +685,14 @@ PetscErrorCode MPMCheckpointRestart(MPMSim sim, PetscBool *restarted)
   PetscCheck(ok, sim->comm, PETSC_ERR_USER_INPUT, "-restart: %s is damaged or not an HDF5 checkpoint (truncated or overwritten?)", path);
   PetscCall(ReadState(sim, F.file, what, &ranks));
   if (ranks == sim->size) PetscCall(RestoreSlabs(sim, &F, what));
-  PetscCall(ReadParticles(sim, &F, ranks, what));
+  {
+    int64_t all = 0, ns = 0;
+    for (PetscInt s = 0; s < sim->nspecies; s++) {
+      PetscCall(ReadParticles(sim, s, &F, ranks, what, &ns));
+      all += ns;
+    }
+    PetscCheck(all == sim->n_global, sim->comm, PETSC_ERR_USER_INPUT, "%s: the species hold %lld particles, the run's count is %lld", what, (long long)all, (long long)sim->n_global);
+  }
   PetscCall(ReadFrameList(sim, &F, what));
   PetscCall(ReadMethodState(sim, &F, ranks, what));
   PetscCall(MPMCheckpointGridFieldsRead(sim, &F, what)); /* after the slabs are restored */

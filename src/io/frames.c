@@ -3,7 +3,12 @@
  * opens.  The datasets are the species' registered output fields and
  * derived fields, so a field registered anywhere appears here, in the XDMF
  * and in Catalyst with no edit.  Files are written to a temporary name and
- * renamed, so a killed run leaves only complete files behind. */
+ * renamed, so a killed run leaves only complete files behind.
+ *
+ * Several species (the sand-water mixture): the first species' datasets
+ * are at the file's root, as with one species; species s > 0 writes the
+ * same datasets in the group "/<species>/", and has its own XDMF series,
+ * particles_<species>.xmf, beside particles.xmf. */
 #include "io.h"
 #include <errno.h>
 
@@ -114,70 +119,94 @@ static PetscErrorCode FrameAttributes(MPMSim sim, hid_t file)
 /* Every output array (computed before the file is created, so a failure
  * to allocate them touches no file), and the Polyvertex connectivity
  * 0..N-1 ParaView needs. */
-static PetscErrorCode WriteParticles(PetscInt n, const MPMOutputArray *arr, MPMH5File *F)
+static PetscErrorCode WriteParticles(PetscInt n, const MPMOutputArray *arr, const char *group, MPMH5File *F)
 {
   int64_t *conn;
+  char     name[2 * MPM_NAME_LEN + 64];
 
   PetscFunctionBeginUser;
-  for (PetscInt k = 0; k < n; k++) PetscCall(MPMH5WriteArray(F, arr[k].name, H5Type(arr[k].type), arr[k].ncomp, arr[k].data));
+  for (PetscInt k = 0; k < n; k++) {
+    PetscCall(PetscSNPrintf(name, sizeof(name), "%s%s", group, arr[k].name));
+    PetscCall(MPMH5WriteArray(F, name, H5Type(arr[k].type), arr[k].ncomp, arr[k].data));
+  }
   PetscCall(PetscMalloc1(F->n + 1, &conn));
   for (PetscInt q = 0; q < F->n; q++) conn[q] = F->offset + q;
-  PetscCall(MPMH5WriteArray(F, "connectivity", H5T_NATIVE_INT64, 1, conn));
+  PetscCall(PetscSNPrintf(name, sizeof(name), "%sconnectivity", group));
+  PetscCall(MPMH5WriteArray(F, name, H5T_NATIVE_INT64, 1, conn));
   PetscCall(PetscFree(conn));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static void XdmfAttribute(char *buf, size_t len, const MPMFrameRecord *r, const MPMOutputArray *a)
+/* The HDF5 group of species s in frames and checkpoints: "" for the first
+ * (the root), "<species>/" for the others. */
+static void SpeciesGroup(const MPMSim sim, PetscInt s, char *group, size_t len)
+{
+  if (s == 0) group[0] = 0;
+  else snprintf(group, len, "%s/", sim->species[s]->name);
+}
+
+static void XdmfAttribute(char *buf, size_t len, const MPMFrameRecord *r, PetscInt s, const char *group, const MPMOutputArray *a)
 {
   char dims[64];
-  if (a->ncomp > 1) snprintf(dims, sizeof(dims), "%lld %d", (long long)r->n, a->ncomp);
-  else snprintf(dims, sizeof(dims), "%lld", (long long)r->n);
+  if (a->ncomp > 1) snprintf(dims, sizeof(dims), "%lld %d", (long long)r->n[s], a->ncomp);
+  else snprintf(dims, sizeof(dims), "%lld", (long long)r->n[s]);
   size_t l = strlen(buf);
   snprintf(buf + l, len - l,
            "      <Attribute Name=\"%s\" AttributeType=\"%s\" Center=\"Node\">\n"
-           "        <DataItem Dimensions=\"%s\" NumberType=\"%s\" Precision=\"%d\" Format=\"HDF\">frames/frame_%05d.h5:/%s</DataItem>\n"
+           "        <DataItem Dimensions=\"%s\" NumberType=\"%s\" Precision=\"%d\" Format=\"HDF\">frames/frame_%05d.h5:/%s%s</DataItem>\n"
            "      </Attribute>\n",
-           a->name, a->ncomp == 3 ? "Vector" : "Scalar", dims, a->type == MPM_FIELD_REAL ? "Float" : "Int", a->type == MPM_FIELD_INT32 ? 4 : 8, (int)r->frame, a->name);
+           a->name, a->ncomp == 3 ? "Vector" : "Scalar", dims, a->type == MPM_FIELD_REAL ? "Float" : "Int", a->type == MPM_FIELD_INT32 ? 4 : 8, (int)r->frame, group, a->name);
 }
 
-/* The XDMF time series over all frames so far (rank 0): positions as the
- * geometry, every other output array as an attribute. */
-PetscErrorCode MPMOutputWriteXdmf(MPMSim sim)
+/* The XDMF time series of species s over all frames so far (rank 0):
+ * positions as the geometry, every other output array as an attribute. */
+static PetscErrorCode WriteXdmfSpecies(MPMSim sim, PetscInt s)
 {
   MPMOutputArray list[MPM_MAX_OUTPUT];
-  const PetscInt na  = OutputList(sim->species[0], list);
+  const PetscInt na  = OutputList(sim->species[s], list);
   const size_t   per = 1024 + 512 * (size_t)na, len = per * (size_t)(sim->nframes + 1);
-  char          *buf, path[PETSC_MAX_PATH_LEN];
+  char          *buf, path[PETSC_MAX_PATH_LEN], group[MPM_NAME_LEN + 2];
 
   PetscFunctionBeginUser;
+  SpeciesGroup(sim, s, group, sizeof(group));
   PetscCall(PetscMalloc1(len, &buf));
-  snprintf(buf, len, "<?xml version=\"1.0\" ?>\n<Xdmf Version=\"2.0\">\n  <Domain>\n    <Grid Name=\"particles\" GridType=\"Collection\" CollectionType=\"Temporal\">\n");
+  snprintf(buf, len, "<?xml version=\"1.0\" ?>\n<Xdmf Version=\"2.0\">\n  <Domain>\n    <Grid Name=\"%s\" GridType=\"Collection\" CollectionType=\"Temporal\">\n",
+           s ? sim->species[s]->name : "particles");
   for (PetscInt f = 0; f < sim->nframes; f++) {
     const MPMFrameRecord *r = &sim->frames[f];
+    const long long       n = (long long)r->n[s];
     size_t                l = strlen(buf);
     snprintf(buf + l, len - l,
              "    <Grid Name=\"frame_%05d\" GridType=\"Uniform\">\n      <Time Value=\"%.10g\"/>\n"
              "      <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"%lld\" NodesPerElement=\"1\">\n"
-             "        <DataItem Dimensions=\"%lld\" NumberType=\"Int\" Precision=\"8\" Format=\"HDF\">frames/frame_%05d.h5:/connectivity</DataItem>\n"
+             "        <DataItem Dimensions=\"%lld\" NumberType=\"Int\" Precision=\"8\" Format=\"HDF\">frames/frame_%05d.h5:/%sconnectivity</DataItem>\n"
              "      </Topology>\n      <Geometry GeometryType=\"XYZ\">\n"
-             "        <DataItem Dimensions=\"%lld 3\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">frames/frame_%05d.h5:/position</DataItem>\n"
+             "        <DataItem Dimensions=\"%lld 3\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">frames/frame_%05d.h5:/%sposition</DataItem>\n"
              "      </Geometry>\n",
-             (int)r->frame, r->t, (long long)r->n, (long long)r->n, (int)r->frame, (long long)r->n, (int)r->frame);
+             (int)r->frame, r->t, n, n, (int)r->frame, group, n, (int)r->frame, group);
     for (PetscInt k = 0; k < na; k++)
-      if (strcmp(list[k].name, "position")) XdmfAttribute(buf, len, r, &list[k]);
+      if (strcmp(list[k].name, "position")) XdmfAttribute(buf, len, r, s, group, &list[k]);
     l = strlen(buf);
     snprintf(buf + l, len - l, "    </Grid>\n");
   }
   size_t l = strlen(buf);
   snprintf(buf + l, len - l, "    </Grid>\n  </Domain>\n</Xdmf>\n");
-  PetscCall(PetscSNPrintf(path, sizeof(path), "%s/particles.xmf", sim->outdir));
+  if (s == 0) PetscCall(PetscSNPrintf(path, sizeof(path), "%s/particles.xmf", sim->outdir));
+  else PetscCall(PetscSNPrintf(path, sizeof(path), "%s/particles_%s.xmf", sim->outdir, sim->species[s]->name));
   PetscCall(MPMWriteFileAtomic(path, buf));
   PetscCall(PetscFree(buf));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscErrorCode MPMOutputWriteXdmf(MPMSim sim)
+{
+  PetscFunctionBeginUser;
+  for (PetscInt s = 0; s < sim->nspecies; s++) PetscCall(WriteXdmfSpecies(sim, s));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* Add a frame to the list the XDMF series is written from (rank 0). */
-PetscErrorCode MPMOutputRecordFrame(MPMSim sim, double t, int64_t n, PetscInt frame)
+PetscErrorCode MPMOutputRecordFrame(MPMSim sim, double t, const int64_t *n, PetscInt frame)
 {
   PetscFunctionBeginUser;
   if (sim->nframes == sim->capframes) {
@@ -185,14 +214,14 @@ PetscErrorCode MPMOutputRecordFrame(MPMSim sim, double t, int64_t n, PetscInt fr
     PetscCall(PetscRealloc(sizeof(MPMFrameRecord) * sim->capframes, &sim->frames));
   }
   sim->frames[sim->nframes].t     = t;
-  sim->frames[sim->nframes].n     = n;
+  for (PetscInt s = 0; s < MPM_MAX_SPECIES; s++) sim->frames[sim->nframes].n[s] = s < sim->nspecies ? n[s] : 0;
   sim->frames[sim->nframes].frame = frame;
   sim->nframes++;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* Give the frame file its final name and add it to the XDMF series. */
-static PetscErrorCode FrameFinishRank0(MPMSim sim, const char *tmp, const char *path, int64_t total)
+static PetscErrorCode FrameFinishRank0(MPMSim sim, const char *tmp, const char *path, const int64_t *total)
 {
   PetscFunctionBeginUser;
   PetscCheck(rename(tmp, path) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot rename %s: %s", tmp, strerror(errno));
@@ -203,27 +232,36 @@ static PetscErrorCode FrameFinishRank0(MPMSim sim, const char *tmp, const char *
 
 PetscErrorCode MPMOutputFrame(MPMSim sim)
 {
-  MPMSpecies     *sp = sim->species[0];
-  char            path[PETSC_MAX_PATH_LEN], tmp[PETSC_MAX_PATH_LEN];
+  char            path[PETSC_MAX_PATH_LEN], tmp[PETSC_MAX_PATH_LEN], group[MPM_NAME_LEN + 2];
   MPMH5File       F;
-  MPMOutputArray *arr;
-  PetscInt        na;
+  MPMOutputArray *arr[MPM_MAX_SPECIES];
+  PetscInt        na[MPM_MAX_SPECIES];
+  int64_t         total[MPM_MAX_SPECIES];
 
   PetscFunctionBeginUser;
-  PetscCheck(sim->nspecies == 1, sim->comm, PETSC_ERR_SUP, "Frames of more than one particle species are not implemented yet");
+  PetscCheck(sim->nspecies <= MPM_MAX_SPECIES, sim->comm, PETSC_ERR_SUP, "Frames of more than %d particle species", MPM_MAX_SPECIES);
   PetscCall(PetscLogEventBegin(MPM_EVENT_OUTPUT, 0, 0, 0, 0));
   PetscCall(PetscSNPrintf(path, sizeof(path), "%s/frames/frame_%05" PetscInt_FMT ".h5", sim->outdir, sim->frame));
   PetscCall(PetscSNPrintf(tmp, sizeof(tmp), "%s.tmp", path));
-  PetscCall(MPMOutputArraysGet(sp, &na, &arr));
+  for (PetscInt s = 0; s < sim->nspecies; s++) PetscCall(MPMOutputArraysGet(sim->species[s], &na[s], &arr[s]));
   PetscCall(MPMH5Create(sim->comm, tmp, &F));
-  F.n = sp->p.n;
-  PetscCall(MPMGlobalOffset(sim->comm, F.n, &F.offset, &F.total));
-  PetscCall(WriteParticles(na, arr, &F));
+  for (PetscInt s = 0; s < sim->nspecies; s++) {
+    SpeciesGroup(sim, s, group, sizeof(group));
+    if (s) {
+      hid_t g;
+      H5CALL(g = H5Gcreate2(F.file, sim->species[s]->name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+      H5CALL(H5Gclose(g));
+    }
+    F.n = sim->species[s]->p.n;
+    PetscCall(MPMGlobalOffset(sim->comm, F.n, &F.offset, &F.total));
+    PetscCall(WriteParticles(na[s], arr[s], group, &F));
+    total[s] = F.total;
+  }
   PetscCall(FrameAttributes(sim, F.file));
   PetscCall(MPMH5Close(&F));
-  PetscCall(MPMOutputArraysRestore(na, &arr));
+  for (PetscInt s = 0; s < sim->nspecies; s++) PetscCall(MPMOutputArraysRestore(na[s], &arr[s]));
   PetscCall(MPMBarrier(sim->comm)); /* every rank's data is in the file before it gets its final name */
-  PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? FrameFinishRank0(sim, tmp, path, F.total) : PETSC_SUCCESS, "naming the frame or writing particles.xmf"));
+  PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? FrameFinishRank0(sim, tmp, path, total) : PETSC_SUCCESS, "naming the frame or writing particles.xmf"));
   sim->frame++;
   PetscCall(PetscLogEventEnd(MPM_EVENT_OUTPUT, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -25,7 +25,7 @@ PetscErrorCode MPMComputeDiagnostics(MPMSim sim, MPMDiagnostics *d);
 /* ------------------------------------------------ output frames and records */
 PetscErrorCode MPMOutputSetUp(MPMSim sim, PetscBool restarted);
 PetscErrorCode MPMOutputMakeDir(MPMSim sim, const char *dir);
-PetscErrorCode MPMOutputRecordFrame(MPMSim sim, double t, int64_t n, PetscInt frame);
+PetscErrorCode MPMOutputRecordFrame(MPMSim sim, double t, const int64_t *n, PetscInt frame);
 PetscErrorCode MPMRank0Outcome(MPMSim sim, PetscErrorCode ierr, const char *what);
 PetscErrorCode MPMOutputFrame(MPMSim sim);
 PetscErrorCode MPMOutputHistory(MPMSim sim, const MPMDiagnostics *d);

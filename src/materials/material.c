@@ -128,7 +128,32 @@ static PetscErrorCode DeclareSharedFields(MPMParticles *p)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-PetscErrorCode MPMMaterialsSetUp(MPMSim sim, MPMSpecies *sp)
+/* Append material m to species sp. */
+static PetscErrorCode SpeciesAddMaterial(MPMSpecies *sp, MPMMaterial m)
+{
+  PetscFunctionBeginUser;
+  PetscCall(PetscRealloc(sizeof(MPMMaterial) * (sp->nmat + 1), &sp->mat));
+  PetscCall(PetscRealloc(sizeof(*sp->matinfo) * (sp->nmat + 1), &sp->matinfo));
+  sp->mat[sp->nmat] = m;
+  PetscCall(PetscStrncpy(sp->matinfo[sp->nmat].name, m->name, sizeof(sp->matinfo[sp->nmat].name)));
+  sp->matinfo[sp->nmat].density = m->density;
+  sp->nmat++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode SpeciesDeclareFields(MPMSpecies *sp)
+{
+  PetscFunctionBeginUser;
+  PetscCall(DeclareSharedFields(&sp->p));
+  for (PetscInt m = 0; m < sp->nmat; m++)
+    if (sp->mat[m]->ops.declare_fields) PetscCall(sp->mat[m]->ops.declare_fields(sp->mat[m], &sp->p));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The materials of -materials, in their order, to `solid`, or split by
+ * phase when `fluid` is given (the two-phase integrators): fluids
+ * (MPM_MATERIAL_FLUID) to `fluid`, the others to `solid`. */
+PetscErrorCode MPMMaterialsSetUp(MPMSim sim, MPMSpecies *solid, MPMSpecies *fluid)
 {
   char    *names[MPM_MAX_NAMES];
   PetscInt n;
@@ -136,18 +161,14 @@ PetscErrorCode MPMMaterialsSetUp(MPMSim sim, MPMSpecies *sp)
   PetscFunctionBeginUser;
   PetscCall(MPMOptionsGetNames(sim->comm, "Materials", "-materials", "Names of the materials; each reads -<name>_type and -<name>_*", names, &n));
   PetscCheck(n > 0 || sim->help, sim->comm, PETSC_ERR_USER_INPUT, "-materials is required: a comma-separated list of material names, e.g. -materials sand");
-  sp->nmat = n;
-  PetscCall(PetscCalloc1(PetscMax(n, 1), &sp->mat));
-  PetscCall(PetscCalloc1(PetscMax(n, 1), &sp->matinfo));
   for (PetscInt m = 0; m < n; m++) {
-    PetscCall(MPMMaterialSetUp(sim->comm, sim->dim, names[m], &sp->mat[m]));
-    PetscCall(PetscStrncpy(sp->matinfo[m].name, sp->mat[m]->name, sizeof(sp->matinfo[m].name)));
-    sp->matinfo[m].density = sp->mat[m]->density;
+    MPMMaterial mat;
+    PetscCall(MPMMaterialSetUp(sim->comm, sim->dim, names[m], &mat));
+    PetscCall(SpeciesAddMaterial(fluid && (mat->flags & MPM_MATERIAL_FLUID) ? fluid : solid, mat));
   }
   PetscCall(MPMOptionsFreeNames(names, n));
-  PetscCall(DeclareSharedFields(&sp->p));
-  for (PetscInt m = 0; m < n; m++)
-    if (sp->mat[m]->ops.declare_fields) PetscCall(sp->mat[m]->ops.declare_fields(sp->mat[m], &sp->p));
+  PetscCall(SpeciesDeclareFields(solid));
+  if (fluid) PetscCall(SpeciesDeclareFields(fluid));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

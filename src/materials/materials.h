@@ -30,6 +30,7 @@ typedef struct {
 /* Capability flags: an integrator that needs one refuses a material without it. */
 #define MPM_MATERIAL_PLASTIC 1u /* projects F_E onto a yield surface in commit */
 #define MPM_MATERIAL_DSTRESS 2u /* ops.trial_stress: the linearized stress for implicit solvers */
+#define MPM_MATERIAL_FLUID   4u /* a fluid phase: the two-phase integrators put it on its own species */
 
 typedef struct {
   /* Register per-particle fields beyond the shared state (optional). */
@@ -88,8 +89,9 @@ PetscErrorCode MPMMaterialElasticOptions(MPMMaterial m, PetscOptionItems *PetscO
 double         MPMMaterialWaveSpeedElastic(const MPMMaterial m, double density);
 PetscErrorCode MPMMaterialRequire(const MPMMaterial m, unsigned flags, const char *who);
 
-/* The species' materials from -materials, and the shared per-particle state. */
-PetscErrorCode MPMMaterialsSetUp(MPMSim sim, MPMSpecies *sp);
+/* The species' materials from -materials (split by phase when fluid is
+ * given: fluids there, the rest in solid), and the shared per-particle state. */
+PetscErrorCode MPMMaterialsSetUp(MPMSim sim, MPMSpecies *solid, MPMSpecies *fluid);
 PetscErrorCode MPMMaterialsDestroy(MPMSpecies *sp);
 /* Indices of the shared state's fields, looked up once (MPMMaterialsFields)
  * so that MPMMaterialsPoints costs nothing in the step. */

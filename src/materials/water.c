@@ -26,13 +26,19 @@ static void WaterCommit(const MPMMaterial m, int n, const MPMMaterialPoints *pts
 
 static void WaterStress(const MPMMaterial m, const double *Fe, double Jp, double *tau) { mpm_water_stress((const MPMWaterParams *)m->ctx, Jp, tau); }
 
-static double WaterEnergy(const MPMMaterial m, const double *Fe, double Jp) { return mpm_water_energy((const MPMWaterParams *)m->ctx, Jp); }
+/* per unit reference volume of the particles: n psi(J) for pore water */
+static double WaterEnergy(const MPMMaterial m, const double *Fe, double Jp)
+{
+  const MPMWaterParams *p = (const MPMWaterParams *)m->ctx;
+  return p->porosity * mpm_water_energy(p, Jp);
+}
 
-/* c = sqrt(dp/drho) = sqrt(k gamma / rho) at J = 1 */
+/* c = sqrt(dp/drho) = sqrt(k gamma / rho_w) at J = 1; `density` is the
+ * particles' (partial) density n rho_w, the stress is n times the pressure */
 static double WaterWaveSpeed(const MPMMaterial m, double density)
 {
   const MPMWaterParams *p = (const MPMWaterParams *)m->ctx;
-  return sqrt(p->k * p->gamma / density);
+  return sqrt(p->porosity * p->k * p->gamma / density);
 }
 
 /* Compressed water is stiffer: -J dp/dJ = k gamma J^-gamma, so the largest
@@ -58,20 +64,26 @@ PetscErrorCode MPMMaterialCreate_Water(MPMMaterial m, PetscOptionItems *PetscOpt
   p->k           = 1.0e5;
   p->gamma       = 7.0;
   p->max_tension = 0.0;
+  p->porosity    = 1.0;
   PetscCall(MPMOptionsReal("-density", "Density of the water [kg/m^3]", NULL, m->density, &m->density, NULL));
   PetscCall(MPMOptionsReal("-bulk_modulus", "k of the pressure p = k (J^-gamma - 1) [Pa] (the bulk modulus at rest is k gamma)", NULL, p->k, &p->k, NULL));
   PetscCall(MPMOptionsReal("-gamma", "gamma of the pressure p = k (J^-gamma - 1) [-]", NULL, p->gamma, &p->gamma, NULL));
   PetscCall(MPMOptionsReal("-max_tension", "Largest tension the water carries: the pressure is cut off at -max_tension [Pa] (1e30: the seed's law as is)", NULL, p->max_tension, &p->max_tension, NULL));
+  PetscCall(MPMOptionsReal("-porosity", "Fraction of its particles' volume the water fills: 1 free water, the sand's porosity for water seeded in its pores (-integrator mixture) [-]", NULL,
+                           p->porosity, &p->porosity, NULL));
   PetscCheck(m->density > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_density must be > 0 kg/m^3, got %g", m->name, m->density);
+  PetscCheck(p->porosity > 0 && p->porosity <= 1, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_porosity must be in (0, 1], got %g", m->name, p->porosity);
   PetscCheck(p->k > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_bulk_modulus must be > 0 Pa, got %g", m->name, p->k);
   PetscCheck(p->gamma >= 1 && p->gamma <= 20, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_gamma must be in [1, 20], got %g", m->name, p->gamma);
   PetscCheck(p->max_tension >= 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_max_tension must be >= 0 Pa, got %g", m->name, p->max_tension);
-  /* the small-strain moduli of the generic code: no shear, bulk k gamma */
+  /* the particles carry the partial density n rho_w */
+  m->density *= p->porosity;
+  /* the small-strain moduli of the generic code: no shear, bulk n k gamma (of the partial stress) */
   m->mu                = 0.0;
-  m->lambda            = p->k * p->gamma;
+  m->lambda            = p->porosity * p->k * p->gamma;
   m->E                 = 0.0;
   m->nu                = 0.5;
-  m->flags             = MPM_MATERIAL_PLASTIC; /* commit forgets the shear */
+  m->flags             = MPM_MATERIAL_PLASTIC | MPM_MATERIAL_FLUID; /* commit forgets the shear */
   m->no_trial_stress   = "the water's linearization is not implemented for -integrator implicit and semi_implicit";
   m->ops.commit        = WaterCommit;
   m->ops.stress        = WaterStress;

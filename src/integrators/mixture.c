@@ -1,0 +1,308 @@
+/* Sand and water on two grids (Tampubolon et al. 2017, s. 3.3 and 4; the
+ * formulation with its factors of porosity n in docs/design/mixture.md):
+ *
+ *   water: m_w a_w = f_w + m_w g - D (v_w - v_s)
+ *   sand:  m_s a_s = f_s + (1 - n)/n f_w + m_s g + D (v_w - v_s)
+ *
+ * per node, with f_w the water's internal force (its partial stress
+ * -n p I, so f_w = -n grad p V), (1 - n)/n f_w = -(1 - n) grad p V the
+ * buoyancy of the sand, and the drag D = c_E V_mix, c_E = n^2 rho_w g /
+ * k_hat (T13), V_mix = m_w / (n rho_w) the node's volume of mixture:
+ * D = n g m_w / k_hat.  The porosity at a node comes from the sand's mass
+ * and volume there, n = 1 - m_s / (rho_grain V_s) with V_s = sum w_ip V_p
+ * (the sand particles' current volume; h^d instead would make the nodes
+ * at the sand's boundary look porous), clamped to [0.05, 1].  Steady
+ * seepage then gives Darcy's q = n (v_w - v_s) = k_hat i.
+ *
+ * This first step of the issue integrates the stresses explicitly (each
+ * species' P2G with its force kept apart, the FLIP grid layout, APIC
+ * transfers) and the drag implicitly: per node and direction the 2x2
+ * system [m_s + dt D, -dt D; -dt D, m_w + dt D] v = rhs, solved exactly,
+ * so the drag sets no step limit.  The coupled implicit system with
+ * MINRES (T22) is the next step.  Options under -mixture_:
+ * hydraulic_conductivity, grain_density, buoyancy, fixed_sand.
+ *
+ * The drag is an exchange: the two species' momentum changes by gravity
+ * alone (and the walls), to roundoff.  The buoyancy is not: its nodal form
+ * (1 - n)/n f_w sums to the pore pressure's force on the mixture only
+ * where n varies smoothly, so it is optional (off, as in most of the
+ * seed's examples; on for the quick condition). */
+#include "integrators.h"
+
+#define MIXTURE_G    9.81 /* the g of the hydraulic conductivity k_hat = K rho_w g / mu [m/s^2] */
+#define MIXTURE_NMIN 0.05 /* smallest porosity a node takes (a node full of sand grains) */
+
+typedef struct {
+  double          k_hat;      /* hydraulic conductivity [m/s] */
+  double          rho_grain;  /* density of the sand grains [kg/m^3] */
+  double          cfl_elastic;
+  double          wave_speed;
+  PetscInt        transfer;
+  PetscBool       buoyancy;   /* the sand feels -(1 - n) grad p */
+  PetscBool       fixed_sand; /* a rigid porous skeleton: the sand does not move (verification) */
+  MPMStressFields fields[2]; /* sand, water */
+  MPMGridField   *volume;    /* the sand's volume at the nodes (dof 1) */
+  double         *Vp;        /* scratch: the sand particles' current volume */
+  PetscInt        nVp;
+} Mixture;
+
+static PetscErrorCode MixtureOptions(MPMIntegrator integ, MPMSim sim)
+{
+  Mixture *mx;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscNew(&mx));
+  integ->data     = mx;
+  mx->k_hat       = 1e-3;
+  mx->rho_grain   = 2650;
+  mx->cfl_elastic = 0.5;
+  PetscOptionsBegin(sim->comm, integ->prefix, "Sand-water mixture integrator", NULL);
+  PetscCall(MPMOptionsReal("-hydraulic_conductivity", "k_hat of the sand: Darcy's q = k_hat i [m/s]", NULL, mx->k_hat, &mx->k_hat, NULL));
+  PetscCall(MPMOptionsReal("-grain_density", "Density of the sand grains: porosity n = 1 - (sand mass per volume)/grain_density [kg/m^3]", NULL, mx->rho_grain, &mx->rho_grain, NULL));
+  PetscCall(PetscOptionsBool("-buoyancy", "The sand feels the pore pressure gradient, -(1 - n) grad p (off: the seed's dissipative-only exchange; on: needed for the quick condition)", NULL,
+                             mx->buoyancy, &mx->buoyancy, NULL));
+  PetscCall(PetscOptionsBool("-fixed_sand", "The sand is a rigid porous skeleton that does not move (Darcy verification)", NULL, mx->fixed_sand, &mx->fixed_sand, NULL));
+  PetscOptionsEnd();
+  PetscOptionsBegin(sim->comm, NULL, "Sand-water mixture integrator", NULL);
+  PetscCall(MPMOptionsReal("-cfl_elastic", "Elastic limit: dt <= cfl_elastic dx / c_p [-]", NULL, mx->cfl_elastic, &mx->cfl_elastic, NULL));
+  PetscCall(MPMOptionsEList("-transfer", "Particle-grid transfer (the mixture: apic only)", NULL, MPMTransferNames, 3, MPMTransferNames[MPM_TRANSFER_APIC], &mx->transfer, NULL));
+  PetscOptionsEnd();
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MixtureCheck(MPMIntegrator integ, MPMSim sim)
+{
+  Mixture *mx = (Mixture *)integ->data;
+
+  PetscFunctionBeginUser;
+  PetscCheck(mx->k_hat > 0, sim->comm, PETSC_ERR_USER_INPUT, "-mixture_hydraulic_conductivity must be > 0 m/s, got %g", mx->k_hat);
+  PetscCheck(mx->rho_grain > 0, sim->comm, PETSC_ERR_USER_INPUT, "-mixture_grain_density must be > 0 kg/m^3, got %g", mx->rho_grain);
+  PetscCheck(mx->cfl_elastic > 0 && mx->cfl_elastic <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-cfl_elastic must be in (0, 1], got %g", mx->cfl_elastic);
+  PetscCheck(mx->transfer == MPM_TRANSFER_APIC, sim->comm, PETSC_ERR_USER_INPUT, "-integrator mixture transfers with APIC (the seed's choice); -transfer %s is not supported, allowed: apic",
+             MPMTransferNames[mx->transfer]);
+  for (PetscInt m = 0; m < sim->species[0]->nmat; m++) {
+    const MPMMaterial mat = sim->species[0]->mat[m];
+    PetscCheck(mat->density < mx->rho_grain, sim->comm, PETSC_ERR_USER_INPUT,
+               "-%s_density %g kg/m^3 is the sand's dry bulk density and must be below -mixture_grain_density %g (the porosity would be negative)", mat->name, mat->density,
+               mx->rho_grain);
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MixtureSetUp(MPMIntegrator integ, MPMSim sim)
+{
+  Mixture *mx = (Mixture *)integ->data;
+  char     name[2 * MPM_NAME_LEN];
+
+  PetscFunctionBeginUser;
+  for (PetscInt s = 0; s < 2; s++) {
+    MPMSpecies *sp = sim->species[s];
+    PetscCall(MPMIntegratorStressFields(sp, &mx->fields[s]));
+    PetscCall(PetscSNPrintf(name, sizeof(name), "%s_momentum", sp->name));
+    PetscCall(MPMGridFieldCreate(sim, name, mpm_transfer_dof((int)sim->dim, 1), PETSC_FALSE, &sp->grid)); /* the force kept apart from the momentum */
+  }
+  PetscCall(MPMGridFieldCreate(sim, "sand_volume", 1, PETSC_FALSE, &mx->volume));
+  mx->wave_speed = MPMIntegratorWaveSpeed(sim);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* V_s at the nodes: sum w_ip V0 det(F_E) J_P of the sand particles. */
+static PetscErrorCode SandVolume(Mixture *mx, MPMSpecies *sp)
+{
+  MPMParticles          *p = &sp->p;
+  const MPMStressFields *f = &mx->fields[0];
+  const int              d = (int)p->dim;
+  const double          *V0 = MPMFieldReal(p, p->f_V0), *Fe = MPMFieldReal(p, f->f_Fe), *Jp = MPMFieldReal(p, f->f_Jp);
+  PetscScalar           *a;
+
+  PetscFunctionBeginUser;
+  if (p->n > mx->nVp) {
+    PetscCall(PetscFree(mx->Vp));
+    mx->nVp = 2 * p->n;
+    PetscCall(PetscMalloc1(mx->nVp, &mx->Vp));
+  }
+  for (PetscInt q = 0; q < p->n; q++) mx->Vp[q] = V0[q] * mpm_det(d, Fe + q * d * d) * Jp[q];
+  PetscCall(VecZeroEntries(mx->volume->local));
+  PetscCall(VecGetArray(mx->volume->local, &a));
+  mpm_p2g_scalar(&mx->volume->box, (int)p->n, MPMFieldReal(p, p->f_x), mx->Vp, a, 0);
+  PetscCall(VecRestoreArray(mx->volume->local, &a));
+  PetscCall(MPMGhostScatterAdd(mx->volume));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MixtureDestroy(MPMIntegrator integ)
+{
+  Mixture *mx = (Mixture *)integ->data;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscFree(mx->Vp));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* As the explicit integrator's: CFL, the elastic limit of the stiffest
+ * material (the water's sound speed, usually), the user's maximum. */
+static double MixtureStableDt(MPMIntegrator integ, const MPMSim sim, double vmax)
+{
+  Mixture *mx = (Mixture *)integ->data;
+  if (sim->dt_fixed > 0) return sim->dt_fixed;
+  double dt = sim->dt_max, stiff = 1;
+  for (PetscInt s = 0; s < 2; s++) stiff = PetscMax(stiff, MPMIntegratorStiffening(sim->species[s], &mx->fields[s]));
+  if (vmax > 0) dt = PetscMin(dt, sim->cfl * sim->layout.h / vmax);
+  if (mx->wave_speed > 0) dt = PetscMin(dt, mx->cfl_elastic * sim->layout.h / (mx->wave_speed * sqrt(stiff)));
+  return dt;
+}
+
+static MPMParticleView View(MPMSpecies *sp, const MPMStressFields *f)
+{
+  MPMParticles   *p = &sp->p;
+  MPMParticleView v = {(int)p->n, MPMFieldReal(p, p->f_x), MPMFieldReal(p, p->f_v), MPMFieldReal(p, f->f_C), MPMFieldReal(p, f->f_Fe),
+                       MPMFieldReal(p, f->f_tau), MPMFieldReal(p, p->f_m), MPMFieldReal(p, p->f_V0)};
+  return v;
+}
+
+/* Mass, APIC momentum and (apart) the force impulse dt f of one species. */
+static PetscErrorCode P2G(MPMSpecies *sp, const MPMStressFields *f, double dt)
+{
+  MPMGridField   *g = sp->grid;
+  MPMParticleView v = View(sp, f);
+  PetscScalar    *a;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_P2G, 0, 0, 0, 0));
+  PetscCall(VecZeroEntries(g->local));
+  PetscCall(VecGetArray(g->local, &a));
+  mpm_p2g(&g->box, &v, dt, a);
+  PetscCall(VecRestoreArray(g->local, &a));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_P2G, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* One node: the drag-coupled velocities from the momenta ps, pw, the force
+ * impulses fs, fw (dt f) and gravity (dt g), direction by direction. */
+static void CoupledVelocities(const Mixture *mx, int d, double Vs, double dt, const double *gdt, double ms, const double *ps, const double *fs, double mw, const double *pw,
+                              const double *fw, double *vs, double *vw)
+{
+  const double n  = ms > 0 && Vs > 0 ? PetscClipInterval(1.0 - ms / (mx->rho_grain * Vs), MIXTURE_NMIN, 1.0) : 1.0;
+  const double bu = mx->buoyancy ? (1.0 - n) / n : 0.0;            /* buoyancy: -(1 - n) grad p V = (1 - n)/n f_w */
+  const double D  = ms > 0 && mw > 0 ? n * MIXTURE_G * mw / mx->k_hat : 0.0; /* c_E V_mix */
+  const double e = dt * D, a = ms + e, b = mw + e, det = a * b - e * e;
+  for (int c = 0; c < d; c++) {
+    const double rs = ps[c] + fs[c] + (mw > 0 ? bu * fw[c] : 0.0) + ms * gdt[c], rw = pw[c] + fw[c] + mw * gdt[c];
+    if (mx->fixed_sand) { /* v_s = 0: (m_w + dt D) v_w = rw */
+      vs[c] = 0.0;
+      vw[c] = mw > 0 ? rw / b : 0.0;
+    } else if (ms > 0 && mw > 0) {
+      vs[c] = (b * rs + e * rw) / det;
+      vw[c] = (e * rs + a * rw) / det;
+    } else {
+      vs[c] = ms > 0 ? rs / ms : 0.0;
+      vw[c] = mw > 0 ? rw / mw : 0.0;
+    }
+  }
+}
+
+/* The owned nodes of both grids: coupled velocities, then each species'
+ * collisions and friction; slot 0 becomes 0 (no held-PIC flag). */
+static PetscErrorCode GridUpdate(const Mixture *mx, MPMSim sim, double dt)
+{
+  const MPMLayout *l = &sim->layout;
+  const int        d = l->dim == 3 ? 3 : 2, dof = (int)sim->species[0]->grid->dof;
+  const double     gs = MPMGravityScale(sim);
+  double           gdt[3] = {0, 0, 0};
+  PetscScalar     *as, *aw, *av;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_GRID_UPDATE, 0, 0, 0, 0));
+  for (int c = 0; c < 3; c++) gdt[c] = dt * gs * sim->gravity[c];
+  PetscCall(VecGetArray(sim->species[0]->grid->global, &as));
+  PetscCall(VecGetArray(sim->species[1]->grid->global, &aw));
+  PetscCall(VecGetArray(mx->volume->global, &av));
+  for (PetscInt k = l->xs[2]; k < l->xs[2] + l->xm[2]; k++)
+    for (PetscInt j = l->xs[1]; j < l->xs[1] + l->xm[1]; j++)
+      for (PetscInt i = l->xs[0]; i < l->xs[0] + l->xm[0]; i++) {
+        const PetscInt at = dof * (((k - l->xs[2]) * l->xm[1] + (j - l->xs[1])) * l->xm[0] + (i - l->xs[0]));
+        double        *ns = as + at, *nw = aw + at, x[3], vs[3], vw[3];
+        const PetscInt idx[3] = {i, j, k};
+        const double   ms = ns[0] > 0 ? ns[0] : 0.0, mw = nw[0] > 0 ? nw[0] : 0.0;
+        if (ms == 0 && mw == 0) {
+          for (int c = 0; c < dof; c++) ns[c] = nw[c] = 0;
+          continue;
+        }
+        CoupledVelocities(mx, d, av[at / dof], dt, gdt, ms, ns + 1, ns + 1 + d, mw, nw + 1, nw + 1 + d, vs, vw);
+        for (int c = 0; c < d; c++) x[c] = l->box.origin[c] + l->h * idx[c];
+        if (ms > 0) (void)MPMCollidersApply(sim->colliders, x, ms, dt, vs);
+        if (mw > 0) (void)MPMCollidersApply(sim->colliders, x, mw, dt, vw);
+        for (int c = 0; c < dof; c++) ns[c] = nw[c] = 0;
+        for (int c = 0; c < d; c++) {
+          ns[1 + c] = vs[c];
+          nw[1 + c] = vw[c];
+        }
+      }
+  PetscCall(VecRestoreArray(mx->volume->global, &av));
+  PetscCall(VecRestoreArray(sim->species[1]->grid->global, &aw));
+  PetscCall(VecRestoreArray(sim->species[0]->grid->global, &as));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_GRID_UPDATE, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode G2P(MPMSpecies *sp, const MPMStressFields *f, double dt, double *vmax)
+{
+  MPMGridField      *g = sp->grid;
+  MPMParticleView    v = View(sp, f);
+  const PetscScalar *a;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_G2P, 0, 0, 0, 0));
+  PetscCall(VecGetArrayRead(g->local, &a));
+  *vmax = sqrt(mpm_g2p(&g->box, a, dt, -1.0, 0.0, &v)); /* flip < 0: APIC */
+  PetscCall(VecRestoreArrayRead(g->local, &a));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_G2P, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MixtureStep(MPMIntegrator integ, MPMSim sim, double dt, double *vmax)
+{
+  Mixture *mx = (Mixture *)integ->data;
+
+  PetscFunctionBeginUser;
+  *vmax = 0;
+  MPMCollidersAtTime(sim->colliders, sim->t);
+  PetscCall(SandVolume(mx, sim->species[0]));
+  for (PetscInt s = 0; s < 2; s++) {
+    PetscCall(P2G(sim->species[s], &mx->fields[s], dt));
+    PetscCall(MPMGhostScatterAdd(sim->species[s]->grid));
+  }
+  PetscCall(GridUpdate(mx, sim, dt));
+  for (PetscInt s = 0; s < 2; s++) {
+    double vs = 0;
+    PetscCall(MPMGhostGather(sim->species[s]->grid));
+    PetscCall(G2P(sim->species[s], &mx->fields[s], dt, &vs));
+    PetscCall(MPMIntegratorCommit(sim->species[s], &mx->fields[s]));
+    *vmax = PetscMax(*vmax, vs);
+  }
+  MPMCollidersAdvance(sim->colliders, dt);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MixtureView(MPMIntegrator integ, char *buf, size_t len)
+{
+  const Mixture *mx = (const Mixture *)integ->data;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscSNPrintf(buf, len, "sand and water on two grids, APIC, drag implicit (k_hat %g m/s, grains %g kg/m^3)", mx->k_hat, mx->rho_grain));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMIntegratorCreate_Mixture(MPMIntegrator integ)
+{
+  PetscFunctionBeginUser;
+  integ->phases        = PETSC_TRUE;
+  integ->ops.options   = MixtureOptions;
+  integ->ops.check     = MixtureCheck;
+  integ->ops.setup     = MixtureSetUp;
+  integ->ops.stable_dt = MixtureStableDt;
+  integ->ops.step      = MixtureStep;
+  integ->ops.view      = MixtureView;
+  integ->ops.destroy   = MixtureDestroy;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

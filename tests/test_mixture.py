@@ -1,0 +1,92 @@
+"""Sand and water on two grids (-integrator mixture; issue "Sand-water
+mixtures", first step: stresses explicit, drag implicit per node;
+docs/design/mixture.md, docs/validation.md "Sand-water mixture").
+
+1. Darcy (inputs/verification/darcy.yaml): water through a rigid sand plug,
+   n = 0.4, k_hat = 1e-3 m/s, i = 0.5: specific discharge
+   q = n (v_w - v_s) = k_hat i within 2 % (reference data s. 7), at 1 and
+   2 ranks.
+2. Free fall of a saturated block with the pore water moving through it
+   (inputs/verification/mixture_free_fall.yaml): the total momentum of the
+   two species is P0 + M g t to roundoff (the drag is an exchange); inside
+   the block the relative velocity decays as (1 + dt lambda)^-steps,
+   lambda = n g / k_hat (1 + m_w/m_s), within 0.5 %; mass of each species
+   and the particle counts conserved.
+3. Output of two species: the sand at the frame's root, the water in
+   /water/, particles_water.xmf beside particles.xmf.
+4. Rank invariance at 1, 2 and 3 ranks (free fall, both species by id
+   within 1e-9 relative) and a restart bit for bit at 2 ranks (both
+   species from the checkpoint).
+"""
+import csv
+import os
+
+import numpy as np
+import mpmtest as T
+
+c = T.Checks("sand-water mixture")
+G, RHO_W = 9.81, 1000.0
+
+
+def final(out, species=None):
+    return T.mpmio.sorted_by_id(T.mpmio.read_frame(T.mpmio.frame_files(out)[-1], species=species))
+
+
+# 1. Darcy
+for n in (1, 2):
+    out = T.outdir("mixture_darcy_%d" % n)
+    T.run_deck("verification/darcy.yaml", n, out)
+    w = final(out, "water")
+    inside = (w["position"][:, 1] > 0.25) & (w["position"][:, 1] < 0.35)
+    q = -0.4 * w["velocity"][inside, 1].mean()
+    c.close("Darcy, %d rank(s): q = n (v_w - v_s) [m/s] against k_hat i = 5e-4" % n, q, 5e-4, rtol=0.02)
+
+# 2. free fall
+out = T.outdir("mixture_free_fall")
+T.run_deck("verification/mixture_free_fall.yaml", 1, out)
+with open(os.path.join(out, "history.csv")) as f:
+    rows = list(csv.DictReader(f))
+M, P0 = float(rows[0]["mass"]), float(rows[0]["momentum_y"])
+err = max(abs(float(r["momentum_y"]) - (P0 - M * G * float(r["t"]))) for r in rows)
+c.close("free fall: |P_y - (P0 - M g t)| / |P0| over the frames", err / abs(P0), 0.0, atol=1e-12)
+c.close("free fall: mass conserved (relative)", abs(float(rows[-1]["mass"]) - M) / M, 0.0, atol=1e-13)
+s, w = final(out), final(out, "water")
+y0 = s["position"][:, 1].min()
+
+
+def interior(fr):
+    x = fr["position"]
+    return (x[:, 0] > 0.36) & (x[:, 0] < 0.64) & (x[:, 1] > y0 + 0.06) & (x[:, 1] < y0 + 0.24)
+
+
+dv = w["velocity"][interior(w), 1].mean() - s["velocity"][interior(s), 1].mean()
+n_por, k_hat, dt, steps = 0.4, 0.1, 2e-4, 100
+lam = n_por * G / k_hat * (1 + n_por * RHO_W / 1590.0)
+c.close("free fall: relative velocity inside the block after 100 steps [m/s]", dv, (1 + lam * dt) ** -steps, rtol=0.005)
+c.true("free fall: 1200 sand and 1200 water particles", len(s["id"]) == 1200 and len(w["id"]) == 1200, "%d, %d" % (len(s["id"]), len(w["id"])))
+
+# 3. output of two species
+c.true("frames: the water in /water/, particles_water.xmf written",
+       os.path.exists(os.path.join(out, "particles_water.xmf")) and "water/position" in open(os.path.join(out, "particles_water.xmf")).read())
+
+# 4. rank invariance and restart
+res = {}
+for n in (1, 2, 3):
+    o = T.outdir("mixture_ranks_%d" % n)
+    T.run_deck("verification/mixture_free_fall.yaml", n, o)
+    res[n] = (final(o), final(o, "water"))
+for n in (2, 3):
+    for k, name in ((0, "sand"), (1, "water")):
+        a, b = res[1][k], res[n][k]
+        c.true("1 vs %d ranks, %s: same particles" % (n, name), np.array_equal(a["id"], b["id"]))
+        for f in ("position", "velocity"):
+            c.close("1 vs %d ranks, %s: %s max |diff| / max |value|" % (n, name, f), np.abs(a[f] - b[f]).max() / np.abs(a[f]).max(), 0.0, atol=1e-9)
+o = T.outdir("mixture_restart")
+args = ["-checkpoint_interval", "50"]
+T.run_deck("verification/mixture_free_fall.yaml", 2, o, *args, "-max_steps", "50")
+T.run_deck("verification/mixture_free_fall.yaml", 2, o, *args, "-restart", "latest")
+for k, name in ((0, "sand"), (1, "water")):
+    a, b = res[2][k], (final(o), final(o, "water"))[k]
+    c.true("restart at step 50 (2 ranks), %s: the same final state bit for bit" % name,
+           all(np.array_equal(a[f], b[f]) for f in ("id", "position", "velocity", "plastic_volume_ratio")))
+c.done()
