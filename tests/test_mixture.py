@@ -14,7 +14,12 @@ docs/design/mixture.md, docs/validation.md "Sand-water mixture").
    and the particle counts conserved.
 3. Output of two species: the sand at the frame's root, the water in
    /water/, particles_water.xmf beside particles.xmf.
-4. Rank invariance at 1, 2 and 3 ranks (free fall, both species by id
+4. Buoyancy (inputs/verification/submerged_layer.yaml, a saturated layer
+   under free water, averaged over 0.2-0.4 s): the sand's mean effective
+   stress grows with depth 0.623 = (rho_s - rho_w)/rho_s times as fast as
+   with -mixture_buoyancy false (the seed's model), within 2 %; the pore
+   pressure grows at rho_w g below the water's surface within 3 %.
+5. Rank invariance at 1, 2 and 3 ranks (free fall, both species by id
    within 1e-9 relative) and a restart bit for bit at 2 ranks (both
    species from the checkpoint).
 """
@@ -69,7 +74,28 @@ c.true("free fall: 1200 sand and 1200 water particles", len(s["id"]) == 1200 and
 c.true("frames: the water in /water/, particles_water.xmf written",
        os.path.exists(os.path.join(out, "particles_water.xmf")) and "water/position" in open(os.path.join(out, "particles_water.xmf")).read())
 
-# 4. rank invariance and restart
+# 4. buoyancy: the submerged weight
+slopes = {}
+for b in ("true", "false"):
+    o = T.outdir("mixture_submerged_" + b)
+    T.run_deck("verification/submerged_layer.yaml", 1, o, "-mixture_buoyancy", b)
+    P, Y, PW, YW = [], [], [], []
+    for f in T.mpmio.frame_files(o):
+        fs = T.mpmio.sorted_by_id(T.mpmio.read_frame(f, ["id", "position", "pressure"]))
+        if fs["t"] < 0.2:
+            continue
+        fw = T.mpmio.sorted_by_id(T.mpmio.read_frame(f, ["id", "position", "pressure"], species="water"))
+        P.append(fs["pressure"]), Y.append(fs["position"][:, 1])
+        PW.append(fw["pressure"]), YW.append(fw["position"][:, 1])
+    P, Y, PW, YW = (np.mean(a, axis=0) for a in (P, Y, PW, YW))
+    m = (Y > 0.03) & (Y < Y.max() - 0.03)
+    slopes[b] = np.polyfit(Y.max() - Y[m], P[m], 1)[0]
+    if b == "true":
+        mw = (YW > 0.03) & (YW < YW.max() - 0.03)
+        c.close("submerged layer: pore pressure gradient [Pa/m] against rho_w g", np.polyfit(YW.max() - YW[mw], PW[mw], 1)[0], RHO_W * G, rtol=0.03)
+c.close("submerged layer: effective stress gradient with / without buoyancy against (rho_s - rho_w)/rho_s", slopes["true"] / slopes["false"], (2650 - 1000) / 2650.0, rtol=0.02)
+
+# 5. rank invariance and restart
 res = {}
 for n in (1, 2, 3):
     o = T.outdir("mixture_ranks_%d" % n)

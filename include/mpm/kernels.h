@@ -282,13 +282,13 @@ typedef struct {
   double gamma;       /* stiffening exponent [-] */
   double max_tension; /* the pressure is cut off at -max_tension [Pa] (infinite: the law as is) */
   double porosity;    /* n: the water fills this fraction of its particles' volume (1: free water; the
-                         sand's porosity for pore water); its partial stress is n times the pressure's */
+                         sand's porosity for pore water): their mass is n rho_w V */
 } MPMWaterParams;
 /* p = max(k (J^-gamma - 1), -max_tension) [Pa]. */
 double mpm_water_pressure(const MPMWaterParams *p, double J);
 /* psi(J) with dpsi/dJ = -p and psi(1) = 0 [J/m^3 of the water's reference volume]. */
 double mpm_water_energy(const MPMWaterParams *p, double J);
-/* Kirchhoff stress of the partial stress: tau = -J n p I. */
+/* Kirchhoff stress tau = -J p I (p the pore pressure in a mixture). */
 void mpm_water_stress(const MPMWaterParams *p, double J, double *tau);
 /* End of a step: J <- (1 + dt div v) J from the trial F_E = I + dt grad v
  * (in/out: reset to I), and tau. */

@@ -1,18 +1,23 @@
 /* Sand and water on two grids (Tampubolon et al. 2017, s. 3.3 and 4; the
  * formulation with its factors of porosity n in docs/design/mixture.md):
  *
- *   water: m_w a_w = f_w + m_w g - D (v_w - v_s)
- *   sand:  m_s a_s = f_s + (1 - n)/n f_w + m_s g + D (v_w - v_s)
+ *   water: m_w a_w = n F + m_w g - D (v_w - v_s)
+ *   sand:  m_s a_s = f_s + (1 - n) F + m_s g + D (v_w - v_s)
  *
- * per node, with f_w the water's internal force (its partial stress
- * -n p I, so f_w = -n grad p V), (1 - n)/n f_w = -(1 - n) grad p V the
- * buoyancy of the sand, and the drag D = c_E V_mix, c_E = n^2 rho_w g /
- * k_hat (T13), V_mix = m_w / (n rho_w) the node's volume of mixture:
- * D = n g m_w / k_hat.  The porosity at a node comes from the sand's mass
- * and volume there, n = 1 - m_s / (rho_grain V_s) with V_s = sum w_ip V_p
- * (the sand particles' current volume; h^d instead would make the nodes
- * at the sand's boundary look porous), clamped to [0.05, 1].  Steady
- * seepage then gives Darcy's q = n (v_w - v_s) = k_hat i.
+ * per node.  F = -grad p V is the pore pressure's force, the divergence
+ * of the water particles' stress -p I (their P2G force slot); the water
+ * takes n of it and the sand the rest, its buoyancy (-mixture_buoyancy,
+ * on by default; off is the seed's model, where the water takes all of F
+ * and the sand none).  Either way the pressure's forces sum to zero and
+ * the drag is an exchange: the two species' momentum changes by gravity
+ * and the walls alone, to roundoff.  The drag is D = c_E V_mix,
+ * c_E = n^2 rho_w g / k_hat (T13), V_mix = m_w / (n rho_w) the node's
+ * volume of mixture: D = n g m_w / k_hat.  The porosity at a node comes
+ * from the sand's mass and volume there, n = 1 - m_s / (rho_grain V_s),
+ * V_s = sum w_ip V_p (the sand particles' current volume; h^d instead
+ * would make the nodes at the sand's boundary look porous), clamped to
+ * [0.05, 1].  Hydrostatics: n F + m_w g = 0 gives grad p = rho_w g;
+ * steady seepage q = n (v_w - v_s) = k_hat i (Darcy).
  *
  * This first step of the issue integrates the stresses explicitly (each
  * species' P2G with its force kept apart, the FLIP grid layout, APIC
@@ -20,13 +25,7 @@
  * system [m_s + dt D, -dt D; -dt D, m_w + dt D] v = rhs, solved exactly,
  * so the drag sets no step limit.  The coupled implicit system with
  * MINRES (T22) is the next step.  Options under -mixture_:
- * hydraulic_conductivity, grain_density, buoyancy, fixed_sand.
- *
- * The drag is an exchange: the two species' momentum changes by gravity
- * alone (and the walls), to roundoff.  The buoyancy is not: its nodal form
- * (1 - n)/n f_w sums to the pore pressure's force on the mixture only
- * where n varies smoothly, so it is optional (off, as in most of the
- * seed's examples; on for the quick condition). */
+ * hydraulic_conductivity, grain_density, buoyancy, fixed_sand. */
 #include "integrators.h"
 
 #define MIXTURE_G    9.81 /* the g of the hydraulic conductivity k_hat = K rho_w g / mu [m/s^2] */
@@ -38,7 +37,7 @@ typedef struct {
   double          cfl_elastic;
   double          wave_speed;
   PetscInt        transfer;
-  PetscBool       buoyancy;   /* the sand feels -(1 - n) grad p */
+  PetscBool       buoyancy;   /* the pore pressure's force is shared: n to the water, 1 - n to the sand */
   PetscBool       fixed_sand; /* a rigid porous skeleton: the sand does not move (verification) */
   MPMStressFields fields[2]; /* sand, water */
   MPMGridField   *volume;    /* the sand's volume at the nodes (dof 1) */
@@ -56,14 +55,15 @@ static PetscErrorCode MixtureOptions(MPMIntegrator integ, MPMSim sim)
   mx->k_hat       = 1e-3;
   mx->rho_grain   = 2650;
   mx->cfl_elastic = 0.5;
+  mx->buoyancy    = PETSC_TRUE;
   PetscOptionsBegin(sim->comm, integ->prefix, "Sand-water mixture integrator", NULL);
   PetscCall(MPMOptionsReal("-hydraulic_conductivity", "k_hat of the sand: Darcy's q = k_hat i [m/s]", NULL, mx->k_hat, &mx->k_hat, NULL));
   PetscCall(MPMOptionsReal("-grain_density", "Density of the sand grains: porosity n = 1 - (sand mass per volume)/grain_density [kg/m^3]", NULL, mx->rho_grain, &mx->rho_grain, NULL));
-  PetscCall(PetscOptionsBool("-buoyancy", "The sand feels the pore pressure gradient, -(1 - n) grad p (off: the seed's dissipative-only exchange; on: needed for the quick condition)", NULL,
-                             mx->buoyancy, &mx->buoyancy, NULL));
+  PetscCall(PetscOptionsBool("-buoyancy", "The pore pressure's force is shared, n to the water and 1 - n to the sand (off: the seed's model, all to the water: hydrostatic pore pressure n rho_w g)",
+                             NULL, mx->buoyancy, &mx->buoyancy, NULL));
   PetscCall(PetscOptionsBool("-fixed_sand", "The sand is a rigid porous skeleton that does not move (Darcy verification)", NULL, mx->fixed_sand, &mx->fixed_sand, NULL));
   PetscOptionsEnd();
-  PetscOptionsBegin(sim->comm, NULL, "Sand-water mixture integrator", NULL);
+  PetscOptionsBegin(sim->comm, NULL, "Sand-water mixture integrator: transfer and elastic step", NULL);
   PetscCall(MPMOptionsReal("-cfl_elastic", "Elastic limit: dt <= cfl_elastic dx / c_p [-]", NULL, mx->cfl_elastic, &mx->cfl_elastic, NULL));
   PetscCall(MPMOptionsEList("-transfer", "Particle-grid transfer (the mixture: apic only)", NULL, MPMTransferNames, 3, MPMTransferNames[MPM_TRANSFER_APIC], &mx->transfer, NULL));
   PetscOptionsEnd();
@@ -178,16 +178,17 @@ static PetscErrorCode P2G(MPMSpecies *sp, const MPMStressFields *f, double dt)
 }
 
 /* One node: the drag-coupled velocities from the momenta ps, pw, the force
- * impulses fs, fw (dt f) and gravity (dt g), direction by direction. */
+ * impulses fs (the sand's effective stress) and fw (the pore pressure's,
+ * dt F) and gravity (dt g), direction by direction. */
 static void CoupledVelocities(const Mixture *mx, int d, double Vs, double dt, const double *gdt, double ms, const double *ps, const double *fs, double mw, const double *pw,
                               const double *fw, double *vs, double *vw)
 {
   const double n  = ms > 0 && Vs > 0 ? PetscClipInterval(1.0 - ms / (mx->rho_grain * Vs), MIXTURE_NMIN, 1.0) : 1.0;
-  const double bu = mx->buoyancy ? (1.0 - n) / n : 0.0;            /* buoyancy: -(1 - n) grad p V = (1 - n)/n f_w */
+  const double nw = mx->buoyancy ? n : 1.0;                                      /* the water's share of the pore pressure's force */
   const double D  = ms > 0 && mw > 0 ? n * MIXTURE_G * mw / mx->k_hat : 0.0; /* c_E V_mix */
   const double e = dt * D, a = ms + e, b = mw + e, det = a * b - e * e;
   for (int c = 0; c < d; c++) {
-    const double rs = ps[c] + fs[c] + (mw > 0 ? bu * fw[c] : 0.0) + ms * gdt[c], rw = pw[c] + fw[c] + mw * gdt[c];
+    const double rs = ps[c] + fs[c] + (1.0 - nw) * fw[c] + ms * gdt[c], rw = pw[c] + nw * fw[c] + mw * gdt[c];
     if (mx->fixed_sand) { /* v_s = 0: (m_w + dt D) v_w = rw */
       vs[c] = 0.0;
       vw[c] = mw > 0 ? rw / b : 0.0;

@@ -28,14 +28,14 @@ double mpm_water_energy(const MPMWaterParams *p, double J)
   return J > Jt ? e + p->max_tension * (J - Jt) : e;
 }
 
-/* tau = J sigma = -J n p I: the partial stress of water that fills the
- * fraction n of the volume (pore water in sand; n = 1 for free water) */
+/* tau = J sigma = -J p I (in a mixture the integrator shares the pore
+ * pressure's force between the water, n, and the sand, 1 - n) */
 void mpm_water_stress(const MPMWaterParams *p, double J, double *tau)
 {
   const int    d  = p->dim;
   const double pr = mpm_water_pressure(p, J);
   for (int i = 0; i < d * d; i++) tau[i] = 0.0;
-  for (int i = 0; i < d; i++) tau[i * d + i] = -J * p->porosity * pr;
+  for (int i = 0; i < d; i++) tau[i * d + i] = -J * pr;
 }
 
 /* End of a step: Fhat = (I + dt grad v) I is the trial F_E, so

@@ -33,12 +33,14 @@ static double WaterEnergy(const MPMMaterial m, const double *Fe, double Jp)
   return p->porosity * mpm_water_energy(p, Jp);
 }
 
-/* c = sqrt(dp/drho) = sqrt(k gamma / rho_w) at J = 1; `density` is the
- * particles' (partial) density n rho_w, the stress is n times the pressure */
+/* c = sqrt(k gamma / rho) at J = 1, rho the particles' density: for pore
+ * water (density n rho_w) that bounds both ways a mixture shares the pore
+ * pressure (-mixture_buoyancy: the water takes n of it, c^2 = k gamma /
+ * rho_w; without: all of it, c^2 = k gamma / (n rho_w)) */
 static double WaterWaveSpeed(const MPMMaterial m, double density)
 {
   const MPMWaterParams *p = (const MPMWaterParams *)m->ctx;
-  return sqrt(p->porosity * p->k * p->gamma / density);
+  return sqrt(p->k * p->gamma / density);
 }
 
 /* Compressed water is stiffer: -J dp/dJ = k gamma J^-gamma, so the largest
@@ -78,9 +80,9 @@ PetscErrorCode MPMMaterialCreate_Water(MPMMaterial m, PetscOptionItems *PetscOpt
   PetscCheck(p->max_tension >= 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_max_tension must be >= 0 Pa, got %g", m->name, p->max_tension);
   /* the particles carry the partial density n rho_w */
   m->density *= p->porosity;
-  /* the small-strain moduli of the generic code: no shear, bulk n k gamma (of the partial stress) */
+  /* the small-strain moduli of the generic code: no shear, bulk k gamma */
   m->mu                = 0.0;
-  m->lambda            = p->porosity * p->k * p->gamma;
+  m->lambda            = p->k * p->gamma;
   m->E                 = 0.0;
   m->nu                = 0.5;
   m->flags             = MPM_MATERIAL_PLASTIC | MPM_MATERIAL_FLUID; /* commit forgets the shear */
