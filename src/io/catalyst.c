@@ -118,6 +118,7 @@ static PetscErrorCode StartAdaptor(MPMSim sim, char **scripts, PetscInt n)
   PetscCheck(!c->api.initialize(sim->comm, dir, (int)n, (const char *const *)scripts, &c->adaptor, msg, sizeof(msg)), sim->comm,
              PETSC_ERR_USER_INPUT, "%s", msg);
   sim->catalyst_on = PETSC_TRUE;
+  if (sim->nspecies > 1) PetscCall(PetscPrintf(sim->comm, "Catalyst: the pipelines receive the first species (%s) only; the others are in the frames\n", sim->species[0]->name));
   PetscCall(PetscInfo(NULL, "Catalyst: %" PetscInt_FMT " script(s), every %" PetscInt_FMT " steps, output in %s\n", n, sim->catalyst_interval, dir));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
