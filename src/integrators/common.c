@@ -141,6 +141,50 @@ double MPMIntegratorStiffening(MPMSpecies *sp, const MPMStressFields *f)
 }
 
 
+/* ----------------------------------------------------- transfers */
+/* The transfers' view of a species' particles; affine = PETSC_FALSE leaves
+ * C out (plain PIC/FLIP: C stays 0). */
+MPMParticleView MPMIntegratorView(MPMSpecies *sp, const MPMStressFields *f, PetscBool affine)
+{
+  MPMParticles   *p = &sp->p;
+  MPMParticleView v = {(int)p->n, MPMFieldReal(p, p->f_x), MPMFieldReal(p, p->f_v), MPMFieldReal(p, f->f_C), MPMFieldReal(p, f->f_Fe),
+                       MPMFieldReal(p, f->f_tau), MPMFieldReal(p, p->f_m), MPMFieldReal(p, p->f_V0)};
+  if (!affine) v.C = NULL;
+  return v;
+}
+
+/* Transfer to the species' grid (K7, K9) with the explicit force (K23)
+ * fused in (or kept apart, on a grid of the FLIP layout). */
+PetscErrorCode MPMIntegratorP2G(MPMSpecies *sp, const MPMParticleView *v, double dt)
+{
+  MPMGridField *g = sp->grid;
+  PetscScalar  *a;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_P2G, 0, 0, 0, 0));
+  PetscCall(VecZeroEntries(g->local));
+  PetscCall(VecGetArray(g->local, &a));
+  mpm_p2g(&g->box, v, dt, a);
+  PetscCall(VecRestoreArray(g->local, &a));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_P2G, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Transfer to the particles (K11-K15); vmax: the local max particle speed. */
+PetscErrorCode MPMIntegratorG2P(MPMSpecies *sp, MPMParticleView *v, double dt, double flip, double rest, double *vmax)
+{
+  MPMGridField      *g = sp->grid;
+  const PetscScalar *a;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_G2P, 0, 0, 0, 0));
+  PetscCall(VecGetArrayRead(g->local, &a));
+  *vmax = sqrt(mpm_g2p(&g->box, a, dt, flip, rest, v));
+  PetscCall(VecRestoreArrayRead(g->local, &a));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_G2P, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* Read inside the integrator's PetscOptionsBegin/End block. */
 PetscErrorCode MPMHeldPICOptions(PetscOptionItems *PetscOptionsObject, MPMHeldPIC *h)
 {

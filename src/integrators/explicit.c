@@ -98,32 +98,6 @@ static double ExplicitStableDt(MPMIntegrator integ, const MPMSim sim, double vma
 }
 
 /* ----------------------------------------------------------------- step */
-static MPMParticleView View(const Explicit *ex, MPMSpecies *sp, const MPMStressFields *f)
-{
-  MPMParticles   *p = &sp->p;
-  MPMParticleView v = {(int)p->n, MPMFieldReal(p, p->f_x), MPMFieldReal(p, p->f_v), MPMFieldReal(p, f->f_C), MPMFieldReal(p, f->f_Fe),
-                       MPMFieldReal(p, f->f_tau), MPMFieldReal(p, p->f_m), MPMFieldReal(p, p->f_V0)};
-  if (ex->transfer == MPM_TRANSFER_FLIP) v.C = NULL; /* no affine part: C stays 0 */
-  return v;
-}
-
-/* Transfer to the grid (K7, K9) with the explicit force (K23) fused in. */
-static PetscErrorCode P2G(const Explicit *ex, MPMSpecies *sp, const MPMStressFields *f, double dt)
-{
-  MPMGridField   *g = sp->grid;
-  MPMParticleView v = View(ex, sp, f);
-  PetscScalar    *a;
-
-  PetscFunctionBeginUser;
-  PetscCall(PetscLogEventBegin(MPM_EVENT_P2G, 0, 0, 0, 0));
-  PetscCall(VecZeroEntries(g->local));
-  PetscCall(VecGetArray(g->local, &a));
-  mpm_p2g(&g->box, &v, dt, a);
-  PetscCall(VecRestoreArray(g->local, &a));
-  PetscCall(PetscLogEventEnd(MPM_EVENT_P2G, 0, 0, 0, 0));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 /* Node velocities from momenta, gravity, then collisions and friction
  * (K10, K section 8) on the owned nodes.  Slot 0 (the mass) then becomes
  * the flag "held by friction" (1 or 0, always 0 without -held_pic) that
@@ -167,22 +141,6 @@ static PetscErrorCode GridUpdate(const Explicit *ex, MPMSim sim, MPMGridField *g
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Transfer to particles (K11-K15); returns the local max particle speed. */
-static PetscErrorCode G2P(const Explicit *ex, MPMSpecies *sp, const MPMStressFields *f, double dt, double *vmax)
-{
-  MPMGridField      *g = sp->grid;
-  MPMParticleView    v = View(ex, sp, f);
-  const PetscScalar *a;
-
-  PetscFunctionBeginUser;
-  PetscCall(PetscLogEventBegin(MPM_EVENT_G2P, 0, 0, 0, 0));
-  PetscCall(VecGetArrayRead(g->local, &a));
-  *vmax = sqrt(mpm_g2p(&g->box, a, dt, ex->flip, ex->held.rest, &v));
-  PetscCall(VecRestoreArrayRead(g->local, &a));
-  PetscCall(PetscLogEventEnd(MPM_EVENT_G2P, 0, 0, 0, 0));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 static PetscErrorCode ExplicitStep(MPMIntegrator integ, MPMSim sim, double dt, double *vmax)
 {
   Explicit *ex = (Explicit *)integ->data;
@@ -194,11 +152,12 @@ static PetscErrorCode ExplicitStep(MPMIntegrator integ, MPMSim sim, double dt, d
     MPMSpecies            *sp = sim->species[s];
     const MPMStressFields *f  = &ex->fields[s];
     double                 vs = 0;
-    PetscCall(P2G(ex, sp, f, dt));
+    MPMParticleView        v  = MPMIntegratorView(sp, f, ex->transfer != MPM_TRANSFER_FLIP);
+    PetscCall(MPMIntegratorP2G(sp, &v, dt));
     PetscCall(MPMGhostScatterAdd(sp->grid));
     PetscCall(GridUpdate(ex, sim, sp->grid, dt));
     PetscCall(MPMGhostGather(sp->grid));
-    PetscCall(G2P(ex, sp, f, dt, &vs));
+    PetscCall(MPMIntegratorG2P(sp, &v, dt, ex->flip, ex->held.rest, &vs));
     PetscCall(MPMIntegratorCommit(sp, f));
     *vmax = PetscMax(*vmax, vs);
   }

@@ -81,6 +81,9 @@ PetscErrorCode MPMIntegratorStressFields(MPMSpecies *sp, MPMStressFields *f);
 PetscErrorCode MPMIntegratorCommit(MPMSpecies *sp, const MPMStressFields *f);
 double         MPMIntegratorStiffening(MPMSpecies *sp, const MPMStressFields *f);
 double         MPMIntegratorWaveSpeed(const MPMSim sim);
+MPMParticleView MPMIntegratorView(MPMSpecies *sp, const MPMStressFields *f, PetscBool affine);
+PetscErrorCode  MPMIntegratorP2G(MPMSpecies *sp, const MPMParticleView *v, double dt);
+PetscErrorCode  MPMIntegratorG2P(MPMSpecies *sp, MPMParticleView *v, double dt, double flip, double rest, double *vmax);
 
 /* The static-friction fix both integrators apply in G2P (-held_pic,
  * -held_pic_rest; docs/validation.md, "Static friction"). */

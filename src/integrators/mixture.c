@@ -152,31 +152,6 @@ static double MixtureStableDt(MPMIntegrator integ, const MPMSim sim, double vmax
   return dt;
 }
 
-static MPMParticleView View(MPMSpecies *sp, const MPMStressFields *f)
-{
-  MPMParticles   *p = &sp->p;
-  MPMParticleView v = {(int)p->n, MPMFieldReal(p, p->f_x), MPMFieldReal(p, p->f_v), MPMFieldReal(p, f->f_C), MPMFieldReal(p, f->f_Fe),
-                       MPMFieldReal(p, f->f_tau), MPMFieldReal(p, p->f_m), MPMFieldReal(p, p->f_V0)};
-  return v;
-}
-
-/* Mass, APIC momentum and (apart) the force impulse dt f of one species. */
-static PetscErrorCode P2G(MPMSpecies *sp, const MPMStressFields *f, double dt)
-{
-  MPMGridField   *g = sp->grid;
-  MPMParticleView v = View(sp, f);
-  PetscScalar    *a;
-
-  PetscFunctionBeginUser;
-  PetscCall(PetscLogEventBegin(MPM_EVENT_P2G, 0, 0, 0, 0));
-  PetscCall(VecZeroEntries(g->local));
-  PetscCall(VecGetArray(g->local, &a));
-  mpm_p2g(&g->box, &v, dt, a);
-  PetscCall(VecRestoreArray(g->local, &a));
-  PetscCall(PetscLogEventEnd(MPM_EVENT_P2G, 0, 0, 0, 0));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 /* One node: the drag-coupled velocities from the momenta ps, pw, the force
  * impulses fs (the sand's effective stress) and fw (the pore pressure's,
  * dt F) and gravity (dt g), direction by direction. */
@@ -246,21 +221,6 @@ static PetscErrorCode GridUpdate(const Mixture *mx, MPMSim sim, double dt)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode G2P(MPMSpecies *sp, const MPMStressFields *f, double dt, double *vmax)
-{
-  MPMGridField      *g = sp->grid;
-  MPMParticleView    v = View(sp, f);
-  const PetscScalar *a;
-
-  PetscFunctionBeginUser;
-  PetscCall(PetscLogEventBegin(MPM_EVENT_G2P, 0, 0, 0, 0));
-  PetscCall(VecGetArrayRead(g->local, &a));
-  *vmax = sqrt(mpm_g2p(&g->box, a, dt, -1.0, 0.0, &v)); /* flip < 0: APIC */
-  PetscCall(VecRestoreArrayRead(g->local, &a));
-  PetscCall(PetscLogEventEnd(MPM_EVENT_G2P, 0, 0, 0, 0));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 static PetscErrorCode MixtureStep(MPMIntegrator integ, MPMSim sim, double dt, double *vmax)
 {
   Mixture *mx = (Mixture *)integ->data;
@@ -269,15 +229,17 @@ static PetscErrorCode MixtureStep(MPMIntegrator integ, MPMSim sim, double dt, do
   *vmax = 0;
   MPMCollidersAtTime(sim->colliders, sim->t);
   PetscCall(SandVolume(mx, sim->species[0]));
+  MPMParticleView v[2];
   for (PetscInt s = 0; s < 2; s++) {
-    PetscCall(P2G(sim->species[s], &mx->fields[s], dt));
+    v[s] = MPMIntegratorView(sim->species[s], &mx->fields[s], PETSC_TRUE);
+    PetscCall(MPMIntegratorP2G(sim->species[s], &v[s], dt));
     PetscCall(MPMGhostScatterAdd(sim->species[s]->grid));
   }
   PetscCall(GridUpdate(mx, sim, dt));
   for (PetscInt s = 0; s < 2; s++) {
     double vs = 0;
     PetscCall(MPMGhostGather(sim->species[s]->grid));
-    PetscCall(G2P(sim->species[s], &mx->fields[s], dt, &vs));
+    PetscCall(MPMIntegratorG2P(sim->species[s], &v[s], dt, -1.0, 0.0, &vs)); /* flip < 0: APIC */
     PetscCall(MPMIntegratorCommit(sim->species[s], &mx->fields[s]));
     *vmax = PetscMax(*vmax, vs);
   }

@@ -147,27 +147,13 @@ static void dp_update_lanes(const MPMDruckerPragerParams *p, int nl, double *Fe,
   const double coef = (3 * p->lambda + 2.0 * p->mu) / (2.0 * p->mu);
 
   /* the lanes' state (an undeformed particle in unused lanes) and b = F F^T */
-  for (int l = 0; l < nl; l++) {
-    for (int k = 0; k < 9; k++) F[k][l] = Fe[9 * l + k];
-    qv[l]  = q[l];
-    jv[l]  = Jp[l];
-    vcv[l] = vc ? vc[l] : 0.0;
+  lanes_load_F(nl, Fe, F);
+  for (int l = 0; l < L; l++) {
+    qv[l]  = l < nl ? q[l] : 0.0;
+    jv[l]  = l < nl ? Jp[l] : 1.0;
+    vcv[l] = l < nl && vc ? vc[l] : 0.0;
   }
-  for (int l = nl; l < L; l++) {
-    for (int k = 0; k < 9; k++) F[k][l] = (k % 4 == 0);
-    qv[l]  = 0.0;
-    jv[l]  = 1.0;
-    vcv[l] = 0.0;
-  }
-  FOR_LANES(l)
-  {
-    A[0][l] = F[0][l] * F[0][l] + F[1][l] * F[1][l] + F[2][l] * F[2][l];
-    A[1][l] = F[3][l] * F[3][l] + F[4][l] * F[4][l] + F[5][l] * F[5][l];
-    A[2][l] = F[6][l] * F[6][l] + F[7][l] * F[7][l] + F[8][l] * F[8][l];
-    A[3][l] = F[0][l] * F[3][l] + F[1][l] * F[4][l] + F[2][l] * F[5][l];
-    A[4][l] = F[0][l] * F[6][l] + F[1][l] * F[7][l] + F[2][l] * F[8][l];
-    A[5][l] = F[3][l] * F[6][l] + F[4][l] * F[7][l] + F[5][l] * F[8][l];
-  }
+  lanes_ffT(F, A);
   mpm_sym_eig3_lanes(A, lam, U);
   /* principal Hencky strains eps = ln(sqrt(lam)) */
   for (int k = 0; k < 3; k++) {
@@ -252,28 +238,15 @@ static void dp_update_lanes(const MPMDruckerPragerParams *p, int nl, double *Fe,
   }
 
   /* tau = U diag(2 mu H + lambda tr H) U^T, as hencky_tau() */
-  double T[6][L];
+  double T[6][L], sk[3][L];
   FOR_LANES(l)
   {
     const double trH = H[0][l] + H[1][l] + H[2][l];
-    double       sk[3];
-    for (int k = 0; k < 3; k++) sk[k] = 2.0 * p->mu * H[k][l] + p->lambda * trH;
-    for (int m = 0; m < 6; m++) {
-      double t = 0;
-      for (int k = 0; k < 3; k++) t += U[3 * SymI[m] + k][l] * sk[k] * U[3 * SymJ[m] + k][l];
-      T[m][l] = t;
-    }
+    for (int k = 0; k < 3; k++) sk[k][l] = 2.0 * p->mu * H[k][l] + p->lambda * trH;
   }
-  for (int l = 0; l < nl; l++) {
-    double *t = tau + 9 * l;
-    t[0]      = T[0][l];
-    t[4]      = T[1][l];
-    t[8]      = T[2][l];
-    t[1] = t[3] = T[3][l];
-    t[2] = t[6] = T[4][l];
-    t[5] = t[7] = T[5][l];
-    pcase[l]    = (uint8_t)cs[l];
-  }
+  lanes_sym_from_eig(U, sk, T);
+  lanes_store_sym(nl, T, tau);
+  for (int l = 0; l < nl; l++) pcase[l] = (uint8_t)cs[l];
 }
 
 void mpm_dp_update_n_vc(const MPMDruckerPragerParams *p, int n, double *Fe, double *q, double *Jp, double *vc, double *tau, uint8_t *pcase)

@@ -137,4 +137,55 @@ static inline void lanes_flow(const int *plastic, const double U[9][MPM_LANES], 
   }
 }
 
+/* The lanes' F_E from nl particles (9 values each); unused lanes hold an
+ * undeformed particle (the identity). */
+static inline void lanes_load_F(int nl, const double *Fe, double F[9][MPM_LANES])
+{
+  for (int l = 0; l < nl; l++)
+    for (int k = 0; k < 9; k++) F[k][l] = Fe[9 * l + k];
+  for (int l = nl; l < MPM_LANES; l++)
+    for (int k = 0; k < 9; k++) F[k][l] = (k % 4 == 0);
+}
+
+/* b = F F^T, the symmetric entries (00, 11, 22, 01, 02, 12). */
+static inline void lanes_ffT(const double F[9][MPM_LANES], double A[6][MPM_LANES])
+{
+  FOR_LANES(l)
+  {
+    A[0][l] = F[0][l] * F[0][l] + F[1][l] * F[1][l] + F[2][l] * F[2][l];
+    A[1][l] = F[3][l] * F[3][l] + F[4][l] * F[4][l] + F[5][l] * F[5][l];
+    A[2][l] = F[6][l] * F[6][l] + F[7][l] * F[7][l] + F[8][l] * F[8][l];
+    A[3][l] = F[0][l] * F[3][l] + F[1][l] * F[4][l] + F[2][l] * F[5][l];
+    A[4][l] = F[0][l] * F[6][l] + F[1][l] * F[7][l] + F[2][l] * F[8][l];
+    A[5][l] = F[3][l] * F[6][l] + F[4][l] * F[7][l] + F[5][l] * F[8][l];
+  }
+}
+
+/* T = U diag(g) U^T on the lanes, the symmetric entries. */
+static inline void lanes_sym_from_eig(const double U[9][MPM_LANES], const double g[3][MPM_LANES], double T[6][MPM_LANES])
+{
+  FOR_LANES(l)
+  {
+    for (int m = 0; m < 6; m++) {
+      double t = 0;
+      for (int k = 0; k < 3; k++) t += U[3 * SymI[m] + k][l] * g[k][l] * U[3 * SymJ[m] + k][l];
+      T[m][l] = t;
+    }
+  }
+}
+
+/* The symmetric lanes T of nl particles to full 3x3 matrices (tau). */
+static inline void lanes_store_sym(int nl, const double T[6][MPM_LANES], double *tau)
+{
+  for (int l = 0; l < nl; l++) {
+    double *t = tau + 9 * l;
+    t[0]      = T[0][l];
+    t[4]      = T[1][l];
+    t[8]      = T[2][l];
+    t[1] = t[3] = T[3][l];
+    t[2] = t[6] = T[4][l];
+    t[5] = t[7] = T[5][l];
+  }
+}
+
 #endif

@@ -322,23 +322,9 @@ static void snow_update_lanes(const MPMSnowParams *p, int nl, double *Fe, double
   double F[9][L], A[6][L], lam[3][L], U[9][L], s[3][L], c[3][L], e[3][L], jv[L], x[L], h[L];
   int    clamped[L], scalar[L], any_clamped = 0;
 
-  for (int l = 0; l < nl; l++) {
-    for (int k = 0; k < 9; k++) F[k][l] = Fe[9 * l + k];
-    jv[l] = Jp[l];
-  }
-  for (int l = nl; l < L; l++) { /* unused lanes: an undeformed particle */
-    for (int k = 0; k < 9; k++) F[k][l] = (k % 4 == 0);
-    jv[l] = 1.0;
-  }
-  FOR_LANES(l)
-  {
-    A[0][l] = F[0][l] * F[0][l] + F[1][l] * F[1][l] + F[2][l] * F[2][l];
-    A[1][l] = F[3][l] * F[3][l] + F[4][l] * F[4][l] + F[5][l] * F[5][l];
-    A[2][l] = F[6][l] * F[6][l] + F[7][l] * F[7][l] + F[8][l] * F[8][l];
-    A[3][l] = F[0][l] * F[3][l] + F[1][l] * F[4][l] + F[2][l] * F[5][l];
-    A[4][l] = F[0][l] * F[6][l] + F[1][l] * F[7][l] + F[2][l] * F[8][l];
-    A[5][l] = F[3][l] * F[6][l] + F[4][l] * F[7][l] + F[5][l] * F[8][l];
-  }
+  lanes_load_F(nl, Fe, F); /* unused lanes: an undeformed particle */
+  for (int l = 0; l < L; l++) jv[l] = l < nl ? Jp[l] : 1.0;
+  lanes_ffT(F, A);
   mpm_sym_eig3_lanes(A, lam, U);
   for (int k = 0; k < 3; k++) {
     FOR_LANES(l) lam[k][l] = fmax(lam[k][l], 0.0);
@@ -374,32 +360,16 @@ static void snow_update_lanes(const MPMSnowParams *p, int nl, double *Fe, double
   }
   /* tau = U diag(2 mu (c - 1) c + lambda (J - 1) J) U^T with the hardened Lame parameters (S2) */
   lanes_exp(x, h);
-  double T[6][L];
+  double T[6][L], g[3][L];
   FOR_LANES(l)
   {
     const double mu = p->mu0 * h[l], lambda = p->lambda0 * h[l], J = c[0][l] * c[1][l] * c[2][l];
-    double       g[3];
-    for (int k = 0; k < 3; k++) g[k] = 2.0 * mu * (c[k][l] - 1.0) * c[k][l] + lambda * (J - 1.0) * J;
-    for (int m = 0; m < 6; m++) {
-      double t = 0;
-      for (int k = 0; k < 3; k++) t += U[3 * SymI[m] + k][l] * g[k] * U[3 * SymJ[m] + k][l];
-      T[m][l] = t;
-    }
+    for (int k = 0; k < 3; k++) g[k][l] = 2.0 * mu * (c[k][l] - 1.0) * c[k][l] + lambda * (J - 1.0) * J;
   }
-  for (int l = 0; l < nl; l++) {
-    double *t = tau + 9 * l;
-    if (scalar[l]) {
-      pcase[l] = (uint8_t)(mpm_snow_update(p, Fe + 9 * l, Jp + l, t) ? MPM_CASE_CONE : MPM_CASE_ELASTIC);
-      continue;
-    }
-    t[0] = T[0][l];
-    t[4] = T[1][l];
-    t[8] = T[2][l];
-    t[1] = t[3] = T[3][l];
-    t[2] = t[6] = T[4][l];
-    t[5] = t[7] = T[5][l];
-    pcase[l]    = (uint8_t)(clamped[l] ? MPM_CASE_CONE : MPM_CASE_ELASTIC);
-  }
+  lanes_sym_from_eig(U, g, T);
+  lanes_store_sym(nl, T, tau);
+  for (int l = 0; l < nl; l++) /* the scalar update overwrites the lanes' tau of its particles */
+    pcase[l] = (uint8_t)(scalar[l] ? (mpm_snow_update(p, Fe + 9 * l, Jp + l, tau + 9 * l) ? MPM_CASE_CONE : MPM_CASE_ELASTIC) : (clamped[l] ? MPM_CASE_CONE : MPM_CASE_ELASTIC));
 }
 
 /* mpm_snow_update of n particles; pcase: MPM_CASE_CONE where clamped

@@ -275,6 +275,27 @@ ALWAYS_INLINE void p2g_3d_vec4(const int order, const MPMGridBox *g, const MPMPa
   }
 }
 
+/* The end of a 3D G2P for one particle, from the sums B (affine moment)
+ * and G (gradient) of the node vectors (slots 1..3): C = B D^-1, dropped
+ * at rest next to a held node (flag = grid slot 0), for APIC and affine
+ * FLIP; and (K14, K16) F_E <- (I + dt grad v) F_E. */
+ALWAYS_INLINE void g2p_3d_finish(const vec4 *B, const vec4 *G, double flag, double sp2, double dt, double rest2, double dinv, double *C, double *Fe)
+{
+  if (C) {
+    const double keep = flag > 0 && sp2 * dt * dt <= rest2 ? 0.0 : dinv;
+    for (int a = 0; a < 3; a++)
+      for (int b = 0; b < 3; b++) C[3 * a + b] = B[b][1 + a] * keep;
+  }
+  double Fn[9];
+  for (int a = 0; a < 3; a++)
+    for (int b = 0; b < 3; b++) {
+      double t = Fe[3 * a + b];
+      for (int c = 0; c < 3; c++) t += dt * G[c][1 + a] * Fe[3 * c + b];
+      Fn[3 * a + b] = t;
+    }
+  for (int a = 0; a < 9; a++) Fe[a] = Fn[a];
+}
+
 /* g2p_generic(3, order, 0, ...) for APIC (flip < 0) with vec4 node values. */
 ALWAYS_INLINE double g2p_3d_vec4(const int order, const MPMGridBox *g, const double *restrict grid, double dt, double rest, MPMParticleView *p)
 {
@@ -323,20 +344,7 @@ ALWAYS_INLINE double g2p_3d_vec4(const int order, const MPMGridBox *g, const dou
       sp2 += vp[1 + a] * vp[1 + a];
     }
     if (sp2 > vmax2) vmax2 = sp2;
-    if (Cp) {
-      const double keep = vp[0] > 0 && sp2 * dt * dt <= rest2 ? 0.0 : dinv; /* at rest next to a held node (slot 0): drop C */
-      for (int a = 0; a < 3; a++)
-        for (int b = 0; b < 3; b++) Cp[9 * q + 3 * a + b] = B[b][1 + a] * keep;
-    }
-    /* (K14, K16): F_E <- (I + dt grad v) F_E */
-    double Fn[9];
-    for (int a = 0; a < 3; a++)
-      for (int b = 0; b < 3; b++) {
-        double t = Fe[3 * a + b];
-        for (int c = 0; c < 3; c++) t += dt * G[c][1 + a] * Fe[3 * c + b];
-        Fn[3 * a + b] = t;
-      }
-    for (int a = 0; a < 9; a++) Fe[a] = Fn[a];
+    g2p_3d_finish(B, G, vp[0], sp2, dt, rest2, dinv, Cp ? Cp + 9 * q : NULL, Fe);
   }
   return vmax2;
 }
@@ -466,20 +474,7 @@ ALWAYS_INLINE double g2p_3d_split(const int order, const int dof, const MPMGridB
       sp2 += vnew * vnew;
     }
     if (sp2 > vmax2) vmax2 = sp2;
-    if (Cp) {
-      const double keep = vp[0] > 0 && sp2 * dt * dt <= rest2 ? 0.0 : dinv; /* at rest next to a held node (slot 0): drop C */
-      for (int a = 0; a < 3; a++)
-        for (int b = 0; b < 3; b++) Cp[9 * q + 3 * a + b] = B[b][1 + a] * keep; /* affine FLIP */
-    }
-    /* (K14, K16): F_E <- (I + dt grad v) F_E */
-    double Fn[9];
-    for (int a = 0; a < 3; a++)
-      for (int b = 0; b < 3; b++) {
-        double t = Fe[3 * a + b];
-        for (int c = 0; c < 3; c++) t += dt * G[c][1 + a] * Fe[3 * c + b];
-        Fn[3 * a + b] = t;
-      }
-    for (int a = 0; a < 9; a++) Fe[a] = Fn[a];
+    g2p_3d_finish(B, G, vp[0], sp2, dt, rest2, dinv, Cp ? Cp + 9 * q : NULL, Fe);
   }
   return vmax2;
 }
