@@ -61,6 +61,8 @@ def parse_args():
     p.add_argument("--point-size", type=float, default=0.0,
                    help="point size in pixels (default: from the particle spacing and the zoom)")
     p.add_argument("--spheres", action="store_true", help="render points as shaded spheres (default flat points)")
+    p.add_argument("--overlay", metavar="SPECIES",
+                   help="also draw another species of a run of several (OUTDIR/particles_SPECIES.xmf, e.g. water of -integrator mixture) in solid blue, half transparent")
     p.add_argument("--reader", choices=["xdmf3", "xdmf2"], default="xdmf3",
                    help="ParaView reader: xdmf3 (Xdmf3ReaderS, default) or xdmf2 (legacy XDMFReader)")
     a = p.parse_args()
@@ -149,6 +151,18 @@ def main():
         fail("ParaView read %d points but no cells for frame %d from %s, so nothing would be drawn: the XDMF3 reader needs the "
              "Polyvertex topology with explicit connectivity (or try --reader xdmf2)" % (npts, frame, xmf))
     xmin, xmax, ymin, ymax, zmin, zmax = info.GetBounds()
+    over = None
+    if a.overlay:  # the other species' reader; the camera fits both
+        oxmf = os.path.join(outdir, "particles_%s.xmf" % a.overlay)
+        if not os.path.isfile(oxmf):
+            fail("--overlay %s: %s does not exist" % (a.overlay, oxmf))
+        over = pv.Xdmf3ReaderS(FileName=[oxmf])
+        over.UpdatePipeline(t)
+        oinfo = over.GetDataInformation()
+        print("render_frame: overlay %s points %d" % (a.overlay, oinfo.GetNumberOfPoints()))
+        if oinfo.GetNumberOfPoints() > 0:
+            ob = oinfo.GetBounds()
+            xmin, xmax, ymin, ymax, zmin, zmax = min(xmin, ob[0]), max(xmax, ob[1]), min(ymin, ob[2]), max(ymax, ob[3]), min(zmin, ob[4]), max(zmax, ob[5])
     print("render_frame: bounds %.17g %.17g %.17g %.17g %.17g %.17g" % (xmin, xmax, ymin, ymax, zmin, zmax))
 
     # ---- colour field
@@ -173,7 +187,7 @@ def main():
     # A render view still alive when sys.exit() unwinds makes pvpython die with
     # "X Error ... GLXBadContext" and exit status 1: always delete it first.
     view = pv.CreateView("RenderView")
-    disp = tdisp = text = None
+    disp = tdisp = text = odisp = None
     try:
         view.ViewSize = [W, H]
         view.ViewTime = t
@@ -261,6 +275,14 @@ def main():
             ppu = H / (2.0 * dist * math.tan(math.radians(0.5 * cam.GetViewAngle())))
         psize = a.point_size if a.point_size > 0 else min(50.0, max(1.0, 0.9 * spacing * ppu))
         disp.PointSize = psize
+        if over is not None:
+            odisp = pv.Show(over, view)
+            odisp.SetRepresentationType("Points")
+            pv.ColorBy(odisp, None)
+            odisp.AmbientColor = odisp.DiffuseColor = [0.15, 0.45, 0.95]
+            odisp.Ambient, odisp.Diffuse, odisp.Specular = 1.0, 0.0, 0.0
+            odisp.Opacity = 0.5
+            odisp.PointSize = psize
 
         if os.path.exists(png):
             os.remove(png)
@@ -270,7 +292,7 @@ def main():
             fail("ParaView did not write %s" % png)
         print("render_frame: png %s %dx%d point_size %.3g render %.2f s" % (png, W, H, psize, time.time() - t0))
     finally:
-        for proxy in (tdisp, text, disp):
+        for proxy in (odisp, tdisp, text, disp):
             if proxy is not None:
                 pv.Delete(proxy)
         pv.Delete(view)
