@@ -229,7 +229,8 @@ def main():
             bar.Visibility = 1
         else:
             disp.AmbientColor = disp.DiffuseColor = [0.2, 0.3, 0.8]
-        text = pv.Text(Text="t = %.6g s  (frame %d, %d particles)" % (t, frame, npts))
+        nover = over.GetDataInformation().GetNumberOfPoints() if over is not None else 0
+        text = pv.Text(Text="t = %.6g s  (frame %d, %d particles%s)" % (t, frame, npts, " + %d %s" % (nover, a.overlay) if over is not None else ""))
         tdisp = pv.Show(text, view)
         tdisp.WindowLocation = "Upper Center"  # in the top strip kept free of data
         tdisp.Color, tdisp.FontSize = [0.0, 0.0, 0.0], 14
