@@ -286,9 +286,10 @@ static PetscErrorCode EmitterSetUp(MPMSim sim, PetscInt e, const char *name)
   for (PetscInt a = 0; a < sim->dim; a++) len += E->dir[a] * E->dir[a];
   PetscCheck(len > 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sdirection must be nonzero", prefix);
   for (PetscInt a = 0; a < sim->dim; a++) E->dir[a] /= sqrt(len);
-  for (PetscInt a = 0; a < sim->dim; a++) {
-    lo[a] = E->center[a] - E->radius;
-    hi[a] = E->center[a] + E->radius;
+  for (PetscInt a = 0; a < sim->dim; a++) { /* the outlet is a disk (segment) normal to the direction */
+    const double ext = E->radius * sqrt(PetscMax(0.0, 1.0 - E->dir[a] * E->dir[a]));
+    lo[a]            = E->center[a] - ext;
+    hi[a]            = E->center[a] + ext;
   }
   PetscCall(PetscSNPrintf(what, sizeof(what), "Emitter '%s' (-%scenter, -%sradius)", name, prefix, prefix));
   PetscCall(CheckInDomain(sim, what, lo, hi));
