@@ -2092,12 +2092,12 @@ static void test_water(int d)
     identity(d, Fe);
     Fe[1] = -0.01, Fe[d] = 0.01; /* I + dt [[0, -w], [w, 0]] in the x-y plane */
     Jdet *= mpm_det(d, Fe);
-    mpm_water_update(&p, Fe, &J, tau);
+    mpm_water_update(&p, 1.0, Fe, &J, tau);
   }
   CHECK(J, 1.0, 0, "%dD water: 100 steps of rotation keep J = 1 exactly (det F would give %.6f)", d, Jdet);
   identity(d, Fe);
   Fe[0] = 0.99, Fe[1] = 0.3; /* div v dt = -0.01, with shear */
-  mpm_water_update(&p, Fe, &J, tau);
+  mpm_water_update(&p, 1.0, Fe, &J, tau);
   double off = 0;
   for (int i = 0; i < d * d; i++) off = fmax(off, fabs(Fe[i] - (i % (d + 1) == 0)));
   CHECK(J, 0.99, 1e-15, "%dD water: J <- (1 + dt div v) J, shear ignored", d);

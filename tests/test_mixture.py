@@ -17,9 +17,16 @@ docs/design/mixture.md, docs/validation.md "Sand-water mixture").
 4. Buoyancy (inputs/verification/submerged_layer.yaml, a saturated layer
    under free water, averaged over 0.2-0.4 s): the sand's mean effective
    stress grows with depth 0.623 = (rho_s - rho_w)/rho_s times as fast as
-   with -mixture_buoyancy false (the seed's model), within 2 %; the pore
-   pressure grows at rho_w g below the water's surface within 3 %.
-5. Rank invariance at 1, 2 and 3 ranks (free fall, both species by id
+   in the same layer dry (no water), within 2 %; the pore pressure grows at
+   rho_w g below the water's surface within 3 %.
+5. Terzaghi's consolidation (inputs/verification/terzaghi.yaml: a column
+   loaded by a porous plate, the pore water started hydrostatic): the
+   degree of consolidation U = S(t)/S_inf (S_inf = q0 z / M at the
+   measured particles' height z) within 0.03 of the series at the
+   tabulated Tv >= 0.05, and the final settlement within 1 %.  At
+   Tv = 0.01 (the drained layer is 1 cm, two cells, and the plate's weight
+   arrives as a wave) the measured U is reported, not asserted.
+6. Rank invariance at 1, 2 and 3 ranks (free fall, both species by id
    within 1e-9 relative) and a restart bit for bit at 2 ranks (both
    species from the checkpoint).
 """
@@ -74,28 +81,53 @@ c.true("free fall: 1200 sand and 1200 water particles", len(s["id"]) == 1200 and
 c.true("frames: the water in /water/, particles_water.xmf written",
        os.path.exists(os.path.join(out, "particles_water.xmf")) and "water/position" in open(os.path.join(out, "particles_water.xmf")).read())
 
-# 4. buoyancy: the submerged weight
+# 4. buoyancy: the submerged weight (against the same layer dry: no water regions)
 slopes = {}
-for b in ("true", "false"):
-    o = T.outdir("mixture_submerged_" + b)
-    T.run_deck("verification/submerged_layer.yaml", 1, o, "-mixture_buoyancy", b)
+deck = open(T.deck("verification/submerged_layer.yaml")).read()
+dry = os.path.join(T.OUTPUT, "submerged_layer_dry.yaml")  # the deck without its water regions (the last two)
+with open(dry, "w") as f:
+    f.write(deck[:deck.index("\npore_water:\n")].replace("regions: layer,pore_water,water_above", "regions: layer") + "\n")
+for case in ("saturated", "dry"):
+    o = T.outdir("mixture_submerged_" + case)
+    T.run(1, ["-options_file_yaml", dry if case == "dry" else T.deck("verification/submerged_layer.yaml"), "-output_dir", o])
     P, Y, PW, YW = [], [], [], []
     for f in T.mpmio.frame_files(o):
         fs = T.mpmio.sorted_by_id(T.mpmio.read_frame(f, ["id", "position", "pressure"]))
         if fs["t"] < 0.2:
             continue
-        fw = T.mpmio.sorted_by_id(T.mpmio.read_frame(f, ["id", "position", "pressure"], species="water"))
         P.append(fs["pressure"]), Y.append(fs["position"][:, 1])
-        PW.append(fw["pressure"]), YW.append(fw["position"][:, 1])
-    P, Y, PW, YW = (np.mean(a, axis=0) for a in (P, Y, PW, YW))
+        if case == "saturated":
+            fw = T.mpmio.sorted_by_id(T.mpmio.read_frame(f, ["id", "position", "pressure"], species="water"))
+            PW.append(fw["pressure"]), YW.append(fw["position"][:, 1])
+    P, Y = np.mean(P, axis=0), np.mean(Y, axis=0)
     m = (Y > 0.03) & (Y < Y.max() - 0.03)
-    slopes[b] = np.polyfit(Y.max() - Y[m], P[m], 1)[0]
-    if b == "true":
+    slopes[case] = np.polyfit(Y.max() - Y[m], P[m], 1)[0]
+    if case == "saturated":
+        PW, YW = np.mean(PW, axis=0), np.mean(YW, axis=0)
         mw = (YW > 0.03) & (YW < YW.max() - 0.03)
         c.close("submerged layer: pore pressure gradient [Pa/m] against rho_w g", np.polyfit(YW.max() - YW[mw], PW[mw], 1)[0], RHO_W * G, rtol=0.03)
-c.close("submerged layer: effective stress gradient with / without buoyancy against (rho_s - rho_w)/rho_s", slopes["true"] / slopes["false"], (2650 - 1000) / 2650.0, rtol=0.02)
+c.close("submerged layer: effective stress gradient, saturated / dry, against (rho_s - rho_w)/rho_s", slopes["saturated"] / slopes["dry"], (2650 - 1000) / 2650.0, rtol=0.02)
 
-# 5. rank invariance and restart
+# 5. Terzaghi
+o = T.outdir("mixture_terzaghi")
+T.run_deck("verification/terzaghi.yaml", 1, o)
+H, q0, E, nu = 0.1, 100 * G * 0.2, 1.0e4, 0.3
+M = E * (1 - nu) / ((1 + nu) * (1 - 2 * nu))
+cv = 1.0e-2 * M / (RHO_W * G)
+TV = np.array([.01, .05, .1, .197, .3, .5, .848, 1, 2])
+U_REF = np.array([.113, .252, .357, .500, .613, .764, .900, .931, .994])
+frames = [T.mpmio.sorted_by_id(T.mpmio.read_frame(f, ["id", "position", "material"])) for f in T.mpmio.frame_files(o)]
+y0, top = frames[0]["position"][:, 1], None
+top = (frames[0]["material"] == 0) & (y0 > H - 0.005)  # the column's top row of particles
+s_inf = q0 * y0[top].mean() / M
+t = np.array([f["t"] for f in frames])
+settle = np.array([-(f["position"][top, 1] - y0[top]).mean() for f in frames])
+U = np.interp(TV, cv * t / H ** 2, settle / s_inf)
+print("  Terzaghi: Tv %s\n            U  %s\n  reference U  %s" % (TV, np.round(U, 3), U_REF))
+c.within("Terzaghi: max |U - U_Terzaghi| at Tv = 0.05 ... 2", np.abs(U - U_REF)[1:].max(), 0.0, 0.03)
+c.close("Terzaghi: final settlement / (q0 z / M)", settle[-1] / s_inf, 1.0, rtol=0.01)
+
+# 6. rank invariance and restart
 res = {}
 for n in (1, 2, 3):
     o = T.outdir("mixture_ranks_%d" % n)

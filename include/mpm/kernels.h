@@ -291,8 +291,10 @@ double mpm_water_energy(const MPMWaterParams *p, double J);
 /* Kirchhoff stress tau = -J p I (p the pore pressure in a mixture). */
 void mpm_water_stress(const MPMWaterParams *p, double J, double *tau);
 /* End of a step: J <- (1 + dt div v) J from the trial F_E = I + dt grad v
- * (in/out: reset to I), and tau. */
-void mpm_water_update(const MPMWaterParams *p, double *Fe, double *J, double *tau);
+ * (in/out: reset to I), and tau = -J p(fill J) I: in a mixture the
+ * pressure is that of the water's true density, fill = n / n_p (the
+ * porosity around the particle over the one it was seeded with). */
+void mpm_water_update(const MPMWaterParams *p, double fill, double *Fe, double *J, double *tau);
 
 /* Lame parameters from Young's modulus and Poisson's ratio. */
 static inline void mpm_lame(double E, double nu, double *mu, double *lambda)

@@ -64,6 +64,8 @@ void mpm_grid_gradient(const MPMGridBox *g, int n, const double *X, const double
 /* A scalar per particle to the nodes: slot off of node i += sum_p w_ip s_p
  * (the sand's volume for the mixture's porosity). */
 void mpm_p2g_scalar(const MPMGridBox *g, int n, const double *X, const double *s, double *grid, int off);
+/* A node scalar to the particles: s_p = sum_i w_ip (slot off of node i). */
+void mpm_g2p_scalar(const MPMGridBox *g, int n, const double *X, const double *grid, int off, double *s);
 void mpm_p2g_divergence(const MPMGridBox *g, int n, const double *X, const double *A, double *grid, int off);
 /* The two above fused, one particle at a time (the stencil is evaluated
  * once): G_p = sum_i in_i grad w_ip^T, A_p = op(p, G_p), out_i += sum_p A_p

@@ -225,7 +225,12 @@ typedef struct {
   double         grad[9], wavevector[3]; /* affine and sine initial velocity */
   PetscBool      sine, clip;
   MPMSampling    sampling;
+  PetscBool      hydrostatic; /* the particles start at the hydrostatic pressure below water_table (water) */
+  double         water_table; /* height of the water table along -gravity [m] */
 } MPMRegion;
+/* The region a seeded particle came from (its id holds it); emitted
+ * particles give nreg + their emitter's index. */
+PetscInt MPMRegionOfId(int64_t id);
 
 typedef struct {
   char     name[MPM_NAME_LEN];

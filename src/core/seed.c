@@ -53,6 +53,8 @@ static PetscErrorCode RegionSetUp(MPMSim sim, PetscInt r, const char *name)
   PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-velocity", "Initial velocity v0 [m/s]", sim->dim, R->vel, NULL));
   PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-velocity_gradient", "Initial velocity gradient G, v = v0 + G (x - center), row-major [1/s]", sim->dim * sim->dim, R->grad, NULL));
   PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-velocity_wavevector", "Sine profile v = v0 sin(k . (x - lo)) instead of uniform v0 [1/m]", sim->dim, R->wavevector, &R->sine));
+  PetscCall(MPMOptionsReal("-water_table", "Water: start at the hydrostatic pressure below this height (along -gravity) instead of at rest, p = rho_w |g| depth [m]", NULL, R->water_table,
+                           &R->water_table, &R->hydrostatic));
   PetscOptionsEnd();
   R->sampling = (MPMSampling)sampling;
   PetscCheck(R->density > 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sdensity must be > 0 kg/m^3, got %g", prefix, R->density);
@@ -116,6 +118,8 @@ static void RegionLattice(const MPMSim sim, const MPMRegion *R, double s, PetscI
 
 /* Earlier regions of the same species win where they overlap; species
  * overlap (water in the pores of sand). */
+PetscInt MPMRegionOfId(int64_t id) { return (PetscInt)(id >> ID_SHIFT) - 1; }
+
 static PetscBool InsideEarlier(const MPMSim sim, PetscInt r, const double *x)
 {
   double g[3];

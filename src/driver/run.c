@@ -166,6 +166,7 @@ static PetscErrorCode InitialState(MPMSim sim)
 
   PetscFunctionBeginUser;
   PetscCall(MPMSeedRegions(sim));
+  PetscCall(MPMMaterialsInitialState(sim));
   PetscCall(MPMMigrate(sim, &red));
   red.wmax  = MPMBalanceRankWork(sim);
   red.dt    = sim->integ->ops.stable_dt(sim->integ, sim, InitialSpeed(sim));

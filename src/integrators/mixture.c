@@ -16,8 +16,11 @@
  * from the sand's mass and volume there, n = 1 - m_s / (rho_grain V_s),
  * V_s = sum w_ip V_p (the sand particles' current volume; h^d instead
  * would make the nodes at the sand's boundary look porous), clamped to
- * [0.05, 1].  Hydrostatics: n F + m_w g = 0 gives grad p = rho_w g;
- * steady seepage q = n (v_w - v_s) = k_hat i (Darcy).
+ * [0.05, 1]; it is interpolated to the water particles (field
+ * "porosity"), whose pore water takes the pressure of its true density
+ * (water.c), so that a compressing skeleton raises the pore pressure.
+ * Hydrostatics: n F + m_w g = 0 gives grad p = rho_w g; steady seepage
+ * q = n (v_w - v_s) = k_hat i (Darcy).
  *
  * This first step of the issue integrates the stresses explicitly (each
  * species' P2G with its force kept apart, the FLIP grid layout, APIC
@@ -42,6 +45,7 @@ typedef struct {
   MPMStressFields fields[2]; /* sand, water */
   MPMGridField   *volume;    /* the sand's volume at the nodes (dof 1) */
   double         *Vp;        /* scratch: the sand particles' current volume */
+  PetscInt        f_n;       /* the water particles' field "porosity" (water.c) */
   PetscInt        nVp;
 } Mixture;
 
@@ -56,6 +60,7 @@ static PetscErrorCode MixtureOptions(MPMIntegrator integ, MPMSim sim)
   mx->rho_grain   = 2650;
   mx->cfl_elastic = 0.5;
   mx->buoyancy    = PETSC_TRUE;
+  mx->f_n         = -1;
   PetscOptionsBegin(sim->comm, integ->prefix, "Sand-water mixture integrator", NULL);
   PetscCall(MPMOptionsReal("-hydraulic_conductivity", "k_hat of the sand: Darcy's q = k_hat i [m/s]", NULL, mx->k_hat, &mx->k_hat, NULL));
   PetscCall(MPMOptionsReal("-grain_density", "Density of the sand grains: porosity n = 1 - (sand mass per volume)/grain_density [kg/m^3]", NULL, mx->rho_grain, &mx->rho_grain, NULL));
@@ -130,6 +135,23 @@ static PetscErrorCode SandVolume(Mixture *mx, MPMSpecies *sp)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The porosity at the water particles (x^n), from the nodes' (which
+ * GridUpdate left in the volume field): their pressure is that of the
+ * water's true density (water.c's commit). */
+static PetscErrorCode WaterPorosity(Mixture *mx, MPMSpecies *sp)
+{
+  MPMParticles      *p = &sp->p;
+  const PetscScalar *a;
+
+  PetscFunctionBeginUser;
+  if (mx->f_n < 0) PetscCall(MPMParticlesFindField(p, "porosity", &mx->f_n));
+  PetscCall(MPMGhostGather(mx->volume));
+  PetscCall(VecGetArrayRead(mx->volume->local, &a));
+  mpm_g2p_scalar(&mx->volume->box, (int)p->n, MPMFieldReal(p, p->f_x), a, 0, MPMFieldReal(p, mx->f_n));
+  PetscCall(VecRestoreArrayRead(mx->volume->local, &a));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode MixtureDestroy(MPMIntegrator integ)
 {
   Mixture *mx = (Mixture *)integ->data;
@@ -155,10 +177,11 @@ static double MixtureStableDt(MPMIntegrator integ, const MPMSim sim, double vmax
 /* One node: the drag-coupled velocities from the momenta ps, pw, the force
  * impulses fs (the sand's effective stress) and fw (the pore pressure's,
  * dt F) and gravity (dt g), direction by direction. */
-static void CoupledVelocities(const Mixture *mx, int d, double Vs, double dt, const double *gdt, double ms, const double *ps, const double *fs, double mw, const double *pw,
+static double Porosity(const Mixture *mx, double ms, double Vs) { return ms > 0 && Vs > 0 ? PetscClipInterval(1.0 - ms / (mx->rho_grain * Vs), MIXTURE_NMIN, 1.0) : 1.0; }
+
+static void CoupledVelocities(const Mixture *mx, int d, double n, double dt, const double *gdt, double ms, const double *ps, const double *fs, double mw, const double *pw,
                               const double *fw, double *vs, double *vw)
 {
-  const double n  = ms > 0 && Vs > 0 ? PetscClipInterval(1.0 - ms / (mx->rho_grain * Vs), MIXTURE_NMIN, 1.0) : 1.0;
   const double nw = mx->buoyancy ? n : 1.0;                                      /* the water's share of the pore pressure's force */
   const double D  = ms > 0 && mw > 0 ? n * MIXTURE_G * mw / mx->k_hat : 0.0; /* c_E V_mix */
   const double e = dt * D, a = ms + e, b = mw + e, det = a * b - e * e;
@@ -199,12 +222,13 @@ static PetscErrorCode GridUpdate(const Mixture *mx, MPMSim sim, double dt)
         const PetscInt at = dof * (((k - l->xs[2]) * l->xm[1] + (j - l->xs[1])) * l->xm[0] + (i - l->xs[0]));
         double        *ns = as + at, *nw = aw + at, x[3], vs[3], vw[3];
         const PetscInt idx[3] = {i, j, k};
-        const double   ms = ns[0] > 0 ? ns[0] : 0.0, mw = nw[0] > 0 ? nw[0] : 0.0;
+        const double   ms = ns[0] > 0 ? ns[0] : 0.0, mw = nw[0] > 0 ? nw[0] : 0.0, n = Porosity(mx, ms, av[at / dof]);
+        av[at / dof] = n; /* the volume field now holds the porosity, for the water particles */
         if (ms == 0 && mw == 0) {
           for (int c = 0; c < dof; c++) ns[c] = nw[c] = 0;
           continue;
         }
-        CoupledVelocities(mx, d, av[at / dof], dt, gdt, ms, ns + 1, ns + 1 + d, mw, nw + 1, nw + 1 + d, vs, vw);
+        CoupledVelocities(mx, d, n, dt, gdt, ms, ns + 1, ns + 1 + d, mw, nw + 1, nw + 1 + d, vs, vw);
         for (int c = 0; c < d; c++) x[c] = l->box.origin[c] + l->h * idx[c];
         if (ms > 0) (void)MPMCollidersApply(sim->colliders, x, ms, dt, vs);
         if (mw > 0) (void)MPMCollidersApply(sim->colliders, x, mw, dt, vw);
@@ -236,6 +260,7 @@ static PetscErrorCode MixtureStep(MPMIntegrator integ, MPMSim sim, double dt, do
     PetscCall(MPMGhostScatterAdd(sim->species[s]->grid));
   }
   PetscCall(GridUpdate(mx, sim, dt));
+  PetscCall(WaterPorosity(mx, sim->species[1]));
   for (PetscInt s = 0; s < 2; s++) {
     double vs = 0;
     PetscCall(MPMGhostGather(sim->species[s]->grid));

@@ -39,13 +39,17 @@ void mpm_water_stress(const MPMWaterParams *p, double J, double *tau)
 }
 
 /* End of a step: Fhat = (I + dt grad v) I is the trial F_E, so
- * dt div v = tr(Fhat) - d; J <- (1 + dt div v) J, F_E <- I, tau. */
-void mpm_water_update(const MPMWaterParams *p, double *Fe, double *J, double *tau)
+ * dt div v = tr(Fhat) - d; J <- (1 + dt div v) J, F_E <- I, and tau at
+ * the water's true volume ratio fill J (fill = n / n_p: the pores around
+ * the particle against those it was seeded in; 1 for free water). */
+void mpm_water_update(const MPMWaterParams *p, double fill, double *Fe, double *J, double *tau)
 {
   const int d  = p->dim;
   double    tr = 0;
   for (int i = 0; i < d; i++) tr += Fe[i * d + i];
   *J *= 1.0 + (tr - d);
   for (int i = 0; i < d * d; i++) Fe[i] = (i % (d + 1) == 0);
-  mpm_water_stress(p, *J, tau);
+  const double pr = mpm_water_pressure(p, fill * *J);
+  for (int i = 0; i < d * d; i++) tau[i] = 0.0;
+  for (int i = 0; i < d; i++) tau[i * d + i] = -*J * pr;
 }

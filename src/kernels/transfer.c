@@ -523,6 +523,20 @@ void mpm_p2g_scalar(const MPMGridBox *g, int n, const double *X, const double *s
   }
 }
 
+void mpm_g2p_scalar(const MPMGridBox *g, int n, const double *X, const double *grid, int off, double *s)
+{
+  const int S = g->order + 1, Sz = g->dim == 3 ? S : 1;
+  for (int q = 0; q < n; q++) {
+    Stencil st;
+    double  t = 0;
+    stencil_eval(g, g->dim, g->order, X + q * g->dim, &st);
+    for (int kz = 0; kz < Sz; kz++)
+      for (int ky = 0; ky < S; ky++)
+        for (int kx = 0; kx < S; kx++) t += st.w[0][kx] * st.w[1][ky] * st.w[2][kz] * grid[g->dof * node_offset(g, st.base[0] + kx, st.base[1] + ky, st.base[2] + kz) + off];
+    s[q] = t;
+  }
+}
+
 void mpm_grid_gradient(const MPMGridBox *g, int n, const double *X, const double *grid, int off, double *G)
 {
   const int   d = g->dim;

@@ -223,3 +223,49 @@ double MPMMaterialsElasticEnergy(const MPMSpecies *sp)
   }
   return e;
 }
+
+/* The height of x along -gravity (up), and |g|. */
+static double Height(const MPMSim sim, const double *x, double *g)
+{
+  double g2 = 0, h = 0;
+  for (PetscInt a = 0; a < sim->dim; a++) g2 += sim->gravity[a] * sim->gravity[a];
+  *g = sqrt(g2);
+  if (!(g2 > 0)) return 0;
+  for (PetscInt a = 0; a < sim->dim; a++) h -= x[a] * sim->gravity[a] / *g;
+  return h;
+}
+
+PetscErrorCode MPMMaterialsInitialState(MPMSim sim)
+{
+  PetscFunctionBeginUser;
+  for (PetscInt r = 0; r < sim->nreg; r++) {
+    const MPMRegion  *R = &sim->reg[r];
+    const MPMMaterial m = sim->species[R->species]->mat[R->mat];
+    PetscCheck(!R->hydrostatic || m->ops.hydrostatic, sim->comm, PETSC_ERR_USER_INPUT, "-%s_water_table: region '%s' is of -%s_type %s; a hydrostatic start needs a fluid (water)", R->name,
+               R->name, m->name, m->type);
+  }
+  for (PetscInt s = 0; s < sim->nspecies; s++) {
+    MPMSpecies    *sp = sim->species[s];
+    MPMParticles  *p  = &sp->p;
+    const PetscInt d2 = p->dim * p->dim;
+    PetscInt       f_Fe, f_Jp, f_tau;
+    PetscCall(MPMParticlesFindField(p, "Fe", &f_Fe));
+    PetscCall(MPMParticlesFindField(p, "Jp", &f_Jp));
+    PetscCall(MPMParticlesFindField(p, "tau", &f_tau));
+    if (f_Fe < 0 || f_Jp < 0 || f_tau < 0) continue; /* no stress state in this method */
+    double        *Fe = MPMFieldReal(p, f_Fe), *Jp = MPMFieldReal(p, f_Jp), *tau = MPMFieldReal(p, f_tau);
+    const double  *x   = MPMFieldReal(p, p->f_x);
+    const int64_t *id  = MPMFieldInt64(p, p->f_id);
+    const int32_t *mat = MPMFieldInt32(p, p->f_mat);
+    for (PetscInt q = 0; q < p->n; q++) {
+      const PetscInt    r = MPMRegionOfId(id[q]);
+      const MPMMaterial m = sp->mat[mat[q]];
+      if (r >= 0 && r < sim->nreg && sim->reg[r].hydrostatic) {
+        double g, h = Height(sim, x + q * p->dim, &g);
+        m->ops.hydrostatic(m, g * PetscMax(0.0, sim->reg[r].water_table - h), Fe + q * d2, Jp + q);
+      }
+      m->ops.stress(m, Fe + q * d2, Jp[q], tau + q * d2);
+    }
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

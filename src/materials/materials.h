@@ -56,6 +56,10 @@ typedef struct {
    * factor by which the n points' moduli exceed those wave_speed assumes,
    * so that the explicit step shrinks by its square root (optional: 1). */
   double (*stiffening)(const MPMMaterial m, int n, const MPMMaterialPoints *pts);
+  /* The state of a point at rest under the hydrostatic pressure of its
+   * own fluid at depth, given as |g| depth [m^2/s^2] (a region's
+   * -<r>_water_table; optional: fluids). */
+  void (*hydrostatic)(const MPMMaterial m, double g_depth, double *Fe, double *Jp);
   PetscErrorCode (*destroy)(MPMMaterial m);
 } MPMMaterialOps;
 
@@ -101,6 +105,9 @@ typedef struct {
 PetscErrorCode MPMMaterialsFields(const MPMSpecies *sp, MPMMaterialFields *mf);
 void           MPMMaterialsPoints(MPMSpecies *sp, const MPMMaterialFields *mf, PetscInt f_tau, PetscInt q0, MPMMaterialPoints *pts);
 double         MPMMaterialsElasticEnergy(const MPMSpecies *sp);
+/* After seeding: the prestressed start of regions with -<r>_water_table,
+ * and every particle's stress (the field "tau") from its state. */
+PetscErrorCode MPMMaterialsInitialState(MPMSim sim);
 
 PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial, PetscOptionItems *);
 PetscErrorCode MPMMaterialCreate_NeoHookean(MPMMaterial, PetscOptionItems *);

@@ -14,12 +14,39 @@
  * 0.016 without tension (docs/validation.md, "Water dam break"). */
 #include "materials.h"
 
+typedef struct {
+  MPMWaterParams k;   /* first: the kernels take it */
+  PetscInt       f_n; /* the field "porosity": the sand's porosity around the particle, set by -integrator mixture each step (0: none) */
+} WaterContext;
+
+/* The porosity a mixture sets before commit: not checkpointed (computed
+ * every step before it is read), one field for all water materials. */
+static PetscErrorCode WaterDeclareFields(MPMMaterial m, MPMParticles *p)
+{
+  WaterContext *c = (WaterContext *)m->ctx;
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMParticlesFindField(p, "porosity", &c->f_n));
+  if (c->f_n < 0) PetscCall(MPMParticlesRegisterField(p, "porosity", MPM_FIELD_REAL, 1, NULL, MPM_FIELD_MIGRATE, &c->f_n));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The water's true volume ratio over its own J: pore water (seeded with
+ * porosity n_p < 1) takes n / n_p, the pores around it against those it
+ * was seeded in, so that a skeleton that compresses raises its pressure
+ * (Terzaghi's coupling); free water (n_p = 1) keeps its own J (the
+ * porosity interpolated to free water at the sand's surface would
+ * compress it).  n = 0: no mixture. */
+static double Fill(const WaterContext *c, double n) { return n > 0 && c->k.porosity < 1 ? n / c->k.porosity : 1.0; }
+
 static void WaterCommit(const MPMMaterial m, int n, const MPMMaterialPoints *pts)
 {
-  const MPMWaterParams *p  = (const MPMWaterParams *)m->ctx;
-  const int             d2 = p->dim * p->dim;
+  const WaterContext *c  = (const WaterContext *)m->ctx;
+  const int           d2 = c->k.dim * c->k.dim;
+  const double       *nn = MPMFieldReal(pts->p, c->f_n) + pts->q0;
   for (int q = 0; q < n; q++) {
-    mpm_water_update(p, pts->Fe + q * d2, pts->Jp + q, pts->tau + q * d2);
+    const double fill = Fill(c, nn[q]);
+    mpm_water_update(&c->k, fill, pts->Fe + q * d2, pts->Jp + q, pts->tau + q * d2);
     pts->pcase[q] = MPM_CASE_ELASTIC;
   }
 }
@@ -43,24 +70,38 @@ static double WaterWaveSpeed(const MPMMaterial m, double density)
   return sqrt(p->k * p->gamma / density);
 }
 
-/* Compressed water is stiffer: -J dp/dJ = k gamma J^-gamma, so the largest
- * J^-gamma of the points (1 at rest). */
+/* Compressed water is stiffer: -J dp/dJ = k gamma (fill J)^-gamma, so the
+ * largest (fill J)^-gamma of the points (1 at rest; fill as in commit). */
 static double WaterStiffening(const MPMMaterial m, int n, const MPMMaterialPoints *pts)
 {
-  const MPMWaterParams *p    = (const MPMWaterParams *)m->ctx;
-  double                jmin = 1.0;
-  for (int q = 0; q < n; q++) jmin = PetscMin(jmin, pts->Jp[q]);
-  return pow(jmin, -p->gamma);
+  const WaterContext *c    = (const WaterContext *)m->ctx;
+  const double       *nn   = MPMFieldReal(pts->p, c->f_n) + pts->q0;
+  double              jmin = 1.0;
+  for (int q = 0; q < n; q++) jmin = PetscMin(jmin, Fill(c, nn[q]) * pts->Jp[q]);
+  return pow(jmin, -c->k.gamma);
+}
+
+/* At rest under p = rho_w g depth: J = (1 + p/k)^(-1/gamma), F_E = I. */
+static void WaterHydrostatic(const MPMMaterial m, double g_depth, double *Fe, double *Jp)
+{
+  const MPMWaterParams *p   = (const MPMWaterParams *)m->ctx;
+  const double          rho = m->density / p->porosity; /* the particles carry n rho_w */
+  const int             d   = p->dim;
+  for (int i = 0; i < d * d; i++) Fe[i] = (i % (d + 1) == 0);
+  *Jp = pow(1.0 + rho * g_depth / p->k, -1.0 / p->gamma);
 }
 
 PetscErrorCode MPMMaterialCreate_Water(MPMMaterial m, PetscOptionItems *PetscOptionsObject)
 {
+  WaterContext   *c;
   MPMWaterParams *p;
 
   PetscFunctionBeginUser;
-  if (!m->ctx) PetscCall(PetscNew(&p));
-  else p = (MPMWaterParams *)m->ctx;
-  m->ctx         = p;
+  if (!m->ctx) PetscCall(PetscNew(&c));
+  else c = (WaterContext *)m->ctx;
+  m->ctx         = c;
+  p              = &c->k;
+  c->f_n         = -1;
   p->dim         = (int)m->dim;
   m->density     = 1000.0;
   p->k           = 1.0e5;
@@ -88,9 +129,11 @@ PetscErrorCode MPMMaterialCreate_Water(MPMMaterial m, PetscOptionItems *PetscOpt
   m->flags             = MPM_MATERIAL_PLASTIC | MPM_MATERIAL_FLUID; /* commit forgets the shear */
   m->no_trial_stress   = "the water's linearization is not implemented for -integrator implicit and semi_implicit";
   m->ops.commit        = WaterCommit;
+  m->ops.declare_fields = WaterDeclareFields;
   m->ops.stress        = WaterStress;
   m->ops.energy        = WaterEnergy;
   m->ops.wave_speed    = WaterWaveSpeed;
   m->ops.stiffening    = WaterStiffening;
+  m->ops.hydrostatic   = WaterHydrostatic;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
