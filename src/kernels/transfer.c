@@ -237,25 +237,33 @@ ALWAYS_INLINE vec4 vec4_madd(double a, vec4 x, vec4 y)
 #endif
 }
 
+/* One particle's vectors of a 3D P2G: P0 = (m, m v), P[b] = (0, m C[:, b])
+ * and Q[b] = dt V0 tau[:, b] in the momentum lanes 1..3 (APIC: the force is
+ * fused in) or in lanes 0..2 of the node's second vector (split: FLIP). */
+ALWAYS_INLINE void p2g_3d_particle(const MPMParticleView *p, int q, double dt, int split, vec4 *P0, vec4 *P, vec4 *Q)
+{
+  const double  m = p->m[q], dvt = dt * p->V0[q];
+  const double *v = p->v + 3 * q, *tau = p->tau + 9 * q, *C = p->C;
+  *P0             = (vec4){m, m * v[0], m * v[1], m * v[2]};
+  for (int b = 0; b < 3; b++) {
+    P[b] = C ? (vec4){0, m * C[9 * q + b], m * C[9 * q + 3 + b], m * C[9 * q + 6 + b]} : (vec4){0, 0, 0, 0};
+    Q[b] = split ? (vec4){dvt * tau[b], dvt * tau[3 + b], dvt * tau[6 + b], 0} : (vec4){0, dvt * tau[b], dvt * tau[3 + b], dvt * tau[6 + b]};
+  }
+}
+
 /* p2g_generic(3, order, 0, ...) with vec4 node values. */
 ALWAYS_INLINE void p2g_3d_vec4(const int order, const MPMGridBox *g, const MPMParticleView *p, double dt, double *restrict grid)
 {
   const int     S = order + 1;
-  const double *restrict X = p->x, *restrict V = p->v, *restrict Cp = p->C, *restrict T = p->tau, *restrict M = p->m, *restrict V0 = p->V0;
+  const double *restrict X = p->x;
   const long    sy = 4L * g->gn[0], sz = sy * g->gn[1];
   const vec4    zero = {0};
 
   for (int q = 0; q < p->n; q++) {
-    Stencil       s;
-    const double  m = M[q], dvt = dt * V0[q];
-    const double *restrict v = V + 3 * q, *restrict tau = T + 9 * q;
-    vec4          P[3] = {{0}}, Q[3];
-    const vec4    P0 = {m, m * v[0], m * v[1], m * v[2]};
+    Stencil s;
+    vec4    P0, P[3], Q[3];
+    p2g_3d_particle(p, q, dt, 0, &P0, P, Q);
     stencil_eval(g, 3, order, X + 3 * q, &s);
-    for (int b = 0; b < 3; b++) {
-      if (Cp) P[b] = (vec4){0, m * Cp[9 * q + b], m * Cp[9 * q + 3 + b], m * Cp[9 * q + 6 + b]};
-      Q[b] = (vec4){0, dvt * tau[b], dvt * tau[3 + b], dvt * tau[6 + b]};
-    }
     double *restrict origin = grid + 4 * node_offset(g, s.base[0], s.base[1], s.base[2]);
     for (int kz = 0; kz < S; kz++) {
       const double wz = s.w[2][kz];
@@ -385,20 +393,14 @@ ALWAYS_INLINE void hi_store(const int dof, double *p, vec4 v)
 ALWAYS_INLINE void p2g_3d_split(const int order, const int dof, const MPMGridBox *g, const MPMParticleView *p, double dt, double *restrict grid)
 {
   const int     S = order + 1;
-  const double *restrict X = p->x, *restrict V = p->v, *restrict Cp = p->C, *restrict T = p->tau, *restrict M = p->m, *restrict V0 = p->V0;
+  const double *restrict X = p->x;
   const long    sy = (long)dof * g->gn[0], sz = sy * g->gn[1];
 
   for (int q = 0; q < p->n; q++) {
-    Stencil       s;
-    const double  m = M[q], dvt = dt * V0[q];
-    const double *restrict v = V + 3 * q, *restrict tau = T + 9 * q;
-    vec4          P[3] = {{0}}, Q[3];
-    const vec4    P0 = {m, m * v[0], m * v[1], m * v[2]};
+    Stencil s;
+    vec4    P0, P[3], Q[3];
+    p2g_3d_particle(p, q, dt, 1, &P0, P, Q);
     stencil_eval(g, 3, order, X + 3 * q, &s);
-    for (int b = 0; b < 3; b++) {
-      if (Cp) P[b] = (vec4){0, m * Cp[9 * q + b], m * Cp[9 * q + 3 + b], m * Cp[9 * q + 6 + b]};
-      Q[b] = (vec4){dvt * tau[b], dvt * tau[3 + b], dvt * tau[6 + b], 0};
-    }
     double *restrict origin = grid + dof * node_offset(g, s.base[0], s.base[1], s.base[2]);
     for (int kz = 0; kz < S; kz++) {
       const vec4 wz = vec4_set1(s.w[2][kz]);
