@@ -38,6 +38,7 @@ CASES = [
     (["-sand_type", "water", "-sand_youngs_modulus", "1e6"], "-sand_youngs_modulus (misspelt"),
     (["-sand_type", "water", "-integrator", "implicit"], "the water's linearization is not implemented"),
     (["-sand_type", "water", "-sand_porosity", "1.5"], "-sand_porosity must be in (0, 1], got 1.5"),
+    (["-sand_type", "water", "-sand_porosity", "0.4"], "-sand_porosity below 1 is pore water for -integrator mixture; with -integrator explicit water fills its particles (leave -sand_porosity at 1)"),
     (["-column_water_table", "0.1"], "-column_water_table: region 'column' is of -sand_type drucker_prager; a hydrostatic start needs a fluid (water)"),
     (["-integrator", "mixture"], "-integrator mixture needs a solid and a fluid material in -materials (a fluid is -<m>_type water); got 1 solid and 0 fluid"),
     (["-integrator", "mixture", "-materials", "sand,water", "-water_type", "water", "-mixture_hydraulic_conductivity", "0"], "-mixture_hydraulic_conductivity must be > 0 m/s, got 0"),

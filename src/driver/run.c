@@ -76,6 +76,10 @@ static PetscErrorCode SpeciesSetUp(MPMSim sim)
   if (!sim->integ->phases) {
     PetscCall(MPMSpeciesCreate(sim, "default", &solid));
     PetscCall(MPMMaterialsSetUp(sim, solid, NULL));
+    for (PetscInt m = 0; m < solid->nmat; m++) /* pore water has no pores to fill in a run of one phase */
+      PetscCheck(!(solid->mat[m]->flags & MPM_MATERIAL_PORE), sim->comm, PETSC_ERR_USER_INPUT,
+                 "-%s_porosity below 1 is pore water for -integrator mixture; with -integrator %s water fills its particles (leave -%s_porosity at 1)", solid->mat[m]->name,
+                 sim->integ->type, solid->mat[m]->name);
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   PetscCall(MPMSpeciesCreate(sim, "sand", &solid));

@@ -31,6 +31,7 @@ typedef struct {
 #define MPM_MATERIAL_PLASTIC 1u /* projects F_E onto a yield surface in commit */
 #define MPM_MATERIAL_DSTRESS 2u /* ops.trial_stress: the linearized stress for implicit solvers */
 #define MPM_MATERIAL_FLUID   4u /* a fluid phase: the two-phase integrators put it on its own species */
+#define MPM_MATERIAL_PORE    8u /* fills only part of its particles' volume (pore water): needs a two-phase integrator */
 
 typedef struct {
   /* Register per-particle fields beyond the shared state (optional). */

@@ -126,7 +126,7 @@ PetscErrorCode MPMMaterialCreate_Water(MPMMaterial m, PetscOptionItems *PetscOpt
   m->lambda            = p->k * p->gamma;
   m->E                 = 0.0;
   m->nu                = 0.5;
-  m->flags             = MPM_MATERIAL_PLASTIC | MPM_MATERIAL_FLUID; /* commit forgets the shear */
+  m->flags             = MPM_MATERIAL_PLASTIC | MPM_MATERIAL_FLUID | (p->porosity < 1 ? MPM_MATERIAL_PORE : 0u); /* commit forgets the shear */
   m->no_trial_stress   = "the water's linearization is not implemented for -integrator implicit and semi_implicit";
   m->ops.commit        = WaterCommit;
   m->ops.declare_fields = WaterDeclareFields;
