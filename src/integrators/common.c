@@ -141,6 +141,21 @@ double MPMIntegratorStiffening(MPMSpecies *sp, const MPMStressFields *f)
 }
 
 
+/* The stable step of an explicit stress update: CFL on the fastest
+ * particle, the elastic wave limit (raised by the square root of the
+ * materials' stiffening, snow's hardening) and the user maximum (or the
+ * fixed -dt).  fields: one per species.  This rank's value: the driver
+ * takes the minimum over ranks. */
+double MPMIntegratorExplicitDt(const MPMSim sim, const MPMStressFields *fields, double wave_speed, double cfl_elastic, double vmax)
+{
+  if (sim->dt_fixed > 0) return sim->dt_fixed;
+  double dt = sim->dt_max, stiff = 1;
+  for (PetscInt s = 0; s < sim->nspecies; s++) stiff = PetscMax(stiff, MPMIntegratorStiffening(sim->species[s], &fields[s]));
+  if (vmax > 0) dt = PetscMin(dt, sim->cfl * sim->layout.h / vmax);
+  if (wave_speed > 0) dt = PetscMin(dt, cfl_elastic * sim->layout.h / (wave_speed * sqrt(stiff)));
+  return dt;
+}
+
 /* ----------------------------------------------------- transfers */
 /* The transfers' view of a species' particles; affine = PETSC_FALSE leaves
  * C out (plain PIC/FLIP: C stays 0). */

@@ -82,19 +82,11 @@ static PetscErrorCode ExplicitSetUp(MPMIntegrator integ, MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The stable step: CFL on the fastest particle, the elastic wave limit
- * (raised by the square root of the materials' stiffening, snow's
- * hardening) and the user maximum (or the fixed -dt).  This rank's value:
- * the driver takes the minimum over ranks. */
+/* The stable step of the explicit stress update (common.c). */
 static double ExplicitStableDt(MPMIntegrator integ, const MPMSim sim, double vmax)
 {
-  Explicit *ex = (Explicit *)integ->data;
-  if (sim->dt_fixed > 0) return sim->dt_fixed;
-  double dt = sim->dt_max, stiff = 1;
-  for (PetscInt s = 0; s < sim->nspecies; s++) stiff = PetscMax(stiff, MPMIntegratorStiffening(sim->species[s], &ex->fields[s]));
-  if (vmax > 0) dt = PetscMin(dt, sim->cfl * sim->layout.h / vmax);
-  if (ex->wave_speed > 0) dt = PetscMin(dt, ex->cfl_elastic * sim->layout.h / (ex->wave_speed * sqrt(stiff)));
-  return dt;
+  const Explicit *ex = (const Explicit *)integ->data;
+  return MPMIntegratorExplicitDt(sim, ex->fields, ex->wave_speed, ex->cfl_elastic, vmax);
 }
 
 /* ----------------------------------------------------------------- step */

@@ -81,6 +81,7 @@ PetscErrorCode MPMIntegratorStressFields(MPMSpecies *sp, MPMStressFields *f);
 PetscErrorCode MPMIntegratorCommit(MPMSpecies *sp, const MPMStressFields *f);
 double         MPMIntegratorStiffening(MPMSpecies *sp, const MPMStressFields *f);
 double         MPMIntegratorWaveSpeed(const MPMSim sim);
+double         MPMIntegratorExplicitDt(const MPMSim sim, const MPMStressFields *fields, double wave_speed, double cfl_elastic, double vmax);
 MPMParticleView MPMIntegratorView(MPMSpecies *sp, const MPMStressFields *f, PetscBool affine);
 PetscErrorCode  MPMIntegratorP2G(MPMSpecies *sp, const MPMParticleView *v, double dt);
 PetscErrorCode  MPMIntegratorG2P(MPMSpecies *sp, MPMParticleView *v, double dt, double flip, double rest, double *vmax);

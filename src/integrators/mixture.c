@@ -161,17 +161,12 @@ static PetscErrorCode MixtureDestroy(MPMIntegrator integ)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* As the explicit integrator's: CFL, the elastic limit of the stiffest
- * material (the water's sound speed, usually), the user's maximum. */
+/* As the explicit integrator's (common.c): CFL, the elastic limit of the
+ * stiffest material (the water's sound speed, usually), the user's maximum. */
 static double MixtureStableDt(MPMIntegrator integ, const MPMSim sim, double vmax)
 {
-  Mixture *mx = (Mixture *)integ->data;
-  if (sim->dt_fixed > 0) return sim->dt_fixed;
-  double dt = sim->dt_max, stiff = 1;
-  for (PetscInt s = 0; s < 2; s++) stiff = PetscMax(stiff, MPMIntegratorStiffening(sim->species[s], &mx->fields[s]));
-  if (vmax > 0) dt = PetscMin(dt, sim->cfl * sim->layout.h / vmax);
-  if (mx->wave_speed > 0) dt = PetscMin(dt, mx->cfl_elastic * sim->layout.h / (mx->wave_speed * sqrt(stiff)));
-  return dt;
+  const Mixture *mx = (const Mixture *)integ->data;
+  return MPMIntegratorExplicitDt(sim, mx->fields, mx->wave_speed, mx->cfl_elastic, vmax);
 }
 
 /* One node: the drag-coupled velocities from the momenta ps, pw, the force
