@@ -295,6 +295,16 @@ void mpm_water_stress(const MPMWaterParams *p, double J, double *tau);
  * pressure is that of the water's true density, fill = n / n_p (the
  * porosity around the particle over the one it was seeded with). */
 void mpm_water_update(const MPMWaterParams *p, double fill, double *Fe, double *J, double *tau);
+/* The energy of the implicit mixture's trial (per unit reference volume),
+ * its gradient g = (dW/da, dW/dn) and Hessian H = (W_aa, W_an, W_nn) in
+ * the trial volume change a = dt div v (J = J_n (1 + a), as
+ * mpm_water_update) and the change dn of the porosity n0 around the
+ * particle.  Pore water (porosity n_p < 1) with coupled: W = n_p psi(x),
+ * x = (n/n_p) J the true volume ratio, n = n0 + dn, so dW/da = -p n J_n (the
+ * water's share n of the pressure) and dW/dn = -p J (the skeleton's, through
+ * dn = (1 - n) dV/V).  Otherwise (free water; pore water with n0 lagged):
+ * W = psi(fill J_n (1 + a)) / fill, dW/da = -p J_n (the whole pressure). */
+void mpm_water_trial(const MPMWaterParams *p, double n0, double Jn, double a, double dn, int coupled, double *g, double *H);
 
 /* Lame parameters from Young's modulus and Poisson's ratio. */
 static inline void mpm_lame(double E, double nu, double *mu, double *lambda)

@@ -217,3 +217,18 @@ PetscErrorCode MPMHeldPICCheck(MPMSim sim, const MPMHeldPIC *h)
   PetscCheck(h->rest >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-held_pic_rest must be >= 0 (cells per step), got %g", h->rest);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+
+/* SNESSolve and KSPSolve read their viewer options when they end, after
+ * the run's check for unknown options: mark those as known here. */
+PetscErrorCode MPMIntegratorMarkLazyOptions(const char *prefix)
+{
+  static const char *const lazy[] = {"-snes_converged_reason", "-snes_view", "-snes_view_pre", "-snes_view_solution", "-snes_view_update", "-snes_view_residual",
+                                     "-ksp_converged_reason", "-ksp_view", "-ksp_view_pre", "-ksp_converged_rate", "-ksp_view_eigenvalues", "-ksp_view_singularvalues",
+                                     "-ksp_view_mat", "-ksp_view_rhs", "-ksp_view_solution", "-ksp_view_final_residual", "-snes_test_jacobian",
+                                     "-snes_test_jacobian_view", "-snes_test_jacobian_display", "-snes_test_jacobian_display_threshold"};
+  PetscBool                flg;
+
+  PetscFunctionBeginUser;
+  for (size_t i = 0; i < sizeof(lazy) / sizeof(lazy[0]); i++) PetscCall(PetscOptionsHasName(NULL, prefix, lazy[i], &flg));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

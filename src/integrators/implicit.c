@@ -622,21 +622,6 @@ static PetscErrorCode SolverDestroy(ImplicitSpecies *is)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* SNESSolve and KSPSolve read their viewer options when they end, after
- * the run's check for unknown options: mark those as known here. */
-static PetscErrorCode MarkLazyOptions(const char *prefix)
-{
-  static const char *const lazy[] = {"-snes_converged_reason", "-snes_view", "-snes_view_pre", "-snes_view_solution", "-snes_view_update", "-snes_view_residual",
-                                     "-ksp_converged_reason", "-ksp_view", "-ksp_view_pre", "-ksp_converged_rate", "-ksp_view_eigenvalues", "-ksp_view_singularvalues",
-                                     "-ksp_view_mat", "-ksp_view_rhs", "-ksp_view_solution", "-ksp_view_final_residual", "-snes_test_jacobian",
-                                     "-snes_test_jacobian_view", "-snes_test_jacobian_display", "-snes_test_jacobian_display_threshold"};
-  PetscBool                flg;
-
-  PetscFunctionBeginUser;
-  for (size_t i = 0; i < sizeof(lazy) / sizeof(lazy[0]); i++) PetscCall(PetscOptionsHasName(NULL, prefix, lazy[i], &flg));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 /* Krylov methods for nonsymmetric systems only (the cone's return map makes
  * the Jacobian nonsymmetric); the matrix-free Jacobian gives PETSc its
  * diagonal and nothing else, so -implicit_pmat diagonal allows only the
@@ -735,7 +720,7 @@ static PetscErrorCode SolverSetUp(ImplicitSpecies *is, const char *prefix)
   /* the assembled matrix: block Jacobi with ILU(0) on each rank (PETSc's own default for AIJ, which it cannot pick here: at set-up the operator is still the shell) */
   PetscCall(PCSetType(pc, is->pmat == PMAT_DIAGONAL ? PCJACOBI : PCBJACOBI));
   PetscCall(SNESSetFromOptions(is->snes));
-  PetscCall(MarkLazyOptions(prefix));
+  PetscCall(MPMIntegratorMarkLazyOptions(prefix));
   PetscCall(CheckSolverTypes(is, prefix));
   if (is->pmat != PMAT_DIAGONAL) PetscCall(RigidBodyModes(is));
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -95,6 +95,10 @@ typedef struct {
 PetscErrorCode MPMHeldPICOptions(PetscOptionItems *PetscOptionsObject, MPMHeldPIC *h);
 PetscErrorCode MPMHeldPICCheck(MPMSim sim, const MPMHeldPIC *h);
 
+/* Mark a solver's viewer options (-<prefix>ksp_converged_reason, ...), read
+ * when its solve ends, as known to the run's check for unused options. */
+PetscErrorCode MPMIntegratorMarkLazyOptions(const char *prefix);
+
 typedef PetscErrorCode (*MPMIntegratorCreateFn)(MPMIntegrator);
 PetscErrorCode MPMIntegratorRegisterAll(void);
 PetscErrorCode MPMIntegratorRegister(const char *type, MPMIntegratorCreateFn create);

@@ -22,32 +22,19 @@
  * Hydrostatics: n F + m_w g = 0 gives grad p = rho_w g; steady seepage
  * q = n (v_w - v_s) = k_hat i (Darcy).
  *
- * This first step of the issue integrates the stresses explicitly (each
- * species' P2G with its force kept apart, the FLIP grid layout, APIC
- * transfers) and the drag implicitly: per node and direction the 2x2
- * system [m_s + dt D, -dt D; -dt D, m_w + dt D] v = rhs, solved exactly,
- * so the drag sets no step limit.  The coupled implicit system with
- * MINRES (T22) is the next step.  Options under -mixture_:
- * hydraulic_conductivity, grain_density, buoyancy, fixed_sand. */
-#include "integrators.h"
+ * -mixture_stress explicit (the default) integrates the stresses
+ * explicitly (each species' P2G with its force kept apart, the FLIP grid
+ * layout, APIC transfers) and the drag implicitly: per node and direction
+ * the 2x2 system [m_s + dt D, -dt D; -dt D, m_w + dt D] v = rhs, solved
+ * exactly, so the drag sets no step limit, the water's sound speed does.
+ * -mixture_stress implicit solves the coupled system (T22) with Newton and
+ * KSP MINRES (mixture_system.c): no elastic step limit.  Options under
+ * -mixture_: hydraulic_conductivity, grain_density, buoyancy, fixed_sand,
+ * stress, pmat, max_halvings, check_operator. */
+#include "mixture.h"
 
-#define MIXTURE_G    9.81 /* the g of the hydraulic conductivity k_hat = K rho_w g / mu [m/s^2] */
-#define MIXTURE_NMIN 0.05 /* smallest porosity a node takes (a node full of sand grains) */
-
-typedef struct {
-  double          k_hat;      /* hydraulic conductivity [m/s] */
-  double          rho_grain;  /* density of the sand grains [kg/m^3] */
-  double          cfl_elastic;
-  double          wave_speed;
-  PetscInt        transfer;
-  PetscBool       buoyancy;   /* the pore pressure's force is shared: n to the water, 1 - n to the sand */
-  PetscBool       fixed_sand; /* a rigid porous skeleton: the sand does not move (verification) */
-  MPMStressFields fields[2]; /* sand, water */
-  MPMGridField   *volume;    /* the sand's volume at the nodes (dof 1) */
-  double         *Vp;        /* scratch: the sand particles' current volume */
-  PetscInt        f_n;       /* the water particles' field "porosity" (water.c) */
-  PetscInt        nVp;
-} Mixture;
+static const char *const StressNames[] = {"explicit", "implicit"};
+static const char *const PmatNames[]   = {"blocks", "assembled"};
 
 static PetscErrorCode MixtureOptions(MPMIntegrator integ, MPMSim sim)
 {
@@ -61,12 +48,22 @@ static PetscErrorCode MixtureOptions(MPMIntegrator integ, MPMSim sim)
   mx->cfl_elastic = 0.5;
   mx->buoyancy    = PETSC_TRUE;
   mx->f_n         = -1;
+  mx->max_halvings = 6;
+  mx->dt_cap       = PETSC_INFINITY;
   PetscOptionsBegin(sim->comm, integ->prefix, "Sand-water mixture integrator", NULL);
   PetscCall(MPMOptionsReal("-hydraulic_conductivity", "k_hat of the sand: Darcy's q = k_hat i [m/s]", NULL, mx->k_hat, &mx->k_hat, NULL));
   PetscCall(MPMOptionsReal("-grain_density", "Density of the sand grains: porosity n = 1 - (sand mass per volume)/grain_density [kg/m^3]", NULL, mx->rho_grain, &mx->rho_grain, NULL));
   PetscCall(PetscOptionsBool("-buoyancy", "The pore pressure's force is shared, n to the water and 1 - n to the sand (off: the seed's model, all to the water: hydrostatic pore pressure n rho_w g)",
                              NULL, mx->buoyancy, &mx->buoyancy, NULL));
   PetscCall(PetscOptionsBool("-fixed_sand", "The sand is a rigid porous skeleton that does not move (Darcy verification)", NULL, mx->fixed_sand, &mx->fixed_sand, NULL));
+  PetscCall(PetscOptionsEList("-stress",
+                              "The stresses: explicit (the drag implicit per node; dt limited by the water's sound speed) or implicit (the coupled system (M + dt D) v = M v^n + dt M g + dt f(v), Newton with KSP MINRES: -mixture_snes_*, -mixture_ksp_*, -mixture_pc_*)",
+                              NULL, StressNames, 2, StressNames[mx->stress], &mx->stress, NULL));
+  PetscCall(PetscOptionsEList("-pmat",
+                              "-mixture_stress implicit, the preconditioner: blocks (matrix-free: per node and direction the exact 2x2 block of M + dt D + diag(dt^2 K), PCSHELL) or assembled (M + dt D + dt^2 K assembled without the porosity chain's coupling; PCGAMG by default, or -mixture_pc_type cholesky, ...)",
+                              NULL, PmatNames, 2, PmatNames[mx->pmat], &mx->pmat, NULL));
+  PetscCall(PetscOptionsInt("-max_halvings", "-mixture_stress implicit: halve dt at most this many times in a row when the solve fails, then stop with an error", NULL, mx->max_halvings, &mx->max_halvings, NULL));
+  PetscCall(PetscOptionsBool("-check_operator", "-mixture_stress implicit: every step, print the operator's symmetry |y'Ax - x'Ay| / |x'Ay| and smallest Rayleigh quotient on random vectors (tests)", NULL, mx->check_operator, &mx->check_operator, NULL));
   PetscOptionsEnd();
   PetscOptionsBegin(sim->comm, NULL, "Sand-water mixture integrator: transfer and elastic step", NULL);
   PetscCall(MPMOptionsReal("-cfl_elastic", "Elastic limit: dt <= cfl_elastic dx / c_p [-]", NULL, mx->cfl_elastic, &mx->cfl_elastic, NULL));
@@ -83,6 +80,7 @@ static PetscErrorCode MixtureCheck(MPMIntegrator integ, MPMSim sim)
   PetscCheck(mx->k_hat > 0, sim->comm, PETSC_ERR_USER_INPUT, "-mixture_hydraulic_conductivity must be > 0 m/s, got %g", mx->k_hat);
   PetscCheck(mx->rho_grain > 0, sim->comm, PETSC_ERR_USER_INPUT, "-mixture_grain_density must be > 0 kg/m^3, got %g", mx->rho_grain);
   PetscCheck(mx->cfl_elastic > 0 && mx->cfl_elastic <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-cfl_elastic must be in (0, 1], got %g", mx->cfl_elastic);
+  PetscCheck(mx->max_halvings >= 0 && mx->max_halvings <= 30, sim->comm, PETSC_ERR_USER_INPUT, "-mixture_max_halvings must be in [0, 30], got %" PetscInt_FMT, mx->max_halvings);
   PetscCheck(mx->transfer == MPM_TRANSFER_APIC, sim->comm, PETSC_ERR_USER_INPUT, "-integrator mixture transfers with APIC (the seed's choice); -transfer %s is not supported, allowed: apic",
              MPMTransferNames[mx->transfer]);
   for (PetscInt m = 0; m < sim->species[0]->nmat; m++) {
@@ -108,6 +106,12 @@ static PetscErrorCode MixtureSetUp(MPMIntegrator integ, MPMSim sim)
   }
   PetscCall(MPMGridFieldCreate(sim, "sand_volume", 1, PETSC_FALSE, &mx->volume));
   mx->wave_speed = MPMIntegratorWaveSpeed(sim);
+  if (mx->stress == MIXTURE_STRESS_IMPLICIT) {
+    static const char *const names[MIXTURE_NSTAT] = {"newton_its", "ksp_its", "dt_halvings", "dt_over_explicit"};
+    PetscCall(MixtureSystemOptions(mx, sim, integ->prefix));
+    mx->st.n = MIXTURE_NSTAT;
+    for (int k = 0; k < MIXTURE_NSTAT; k++) PetscCall(PetscStrncpy(mx->st.name[k], names[k], sizeof(mx->st.name[k])));
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -138,7 +142,7 @@ static PetscErrorCode SandVolume(Mixture *mx, MPMSpecies *sp)
 /* The porosity at the water particles (x^n), from the nodes' (which
  * GridUpdate left in the volume field): their pressure is that of the
  * water's true density (water.c's commit). */
-static PetscErrorCode WaterPorosity(Mixture *mx, MPMSpecies *sp)
+PetscErrorCode MixtureWaterPorosity(Mixture *mx, MPMSpecies *sp)
 {
   MPMParticles      *p = &sp->p;
   const PetscScalar *a;
@@ -158,6 +162,7 @@ static PetscErrorCode MixtureDestroy(MPMIntegrator integ)
 
   PetscFunctionBeginUser;
   PetscCall(PetscFree(mx->Vp));
+  PetscCall(MixtureSystemDestroy(&mx->sys));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -166,13 +171,17 @@ static PetscErrorCode MixtureDestroy(MPMIntegrator integ)
 static double MixtureStableDt(MPMIntegrator integ, const MPMSim sim, double vmax)
 {
   const Mixture *mx = (const Mixture *)integ->data;
-  return MPMIntegratorExplicitDt(sim, mx->fields, mx->wave_speed, mx->cfl_elastic, vmax);
+  if (mx->stress == MIXTURE_STRESS_EXPLICIT || sim->dt_fixed > 0) return MPMIntegratorExplicitDt(sim, mx->fields, mx->wave_speed, mx->cfl_elastic, vmax);
+  /* implicit: CFL on the particles, the user's maximum, the cap after a failed solve */
+  double dt = PetscMin(sim->dt_max, mx->dt_cap);
+  if (vmax > 0) dt = PetscMin(dt, sim->cfl * sim->layout.h / vmax);
+  return dt;
 }
 
 /* One node: the drag-coupled velocities from the momenta ps, pw, the force
  * impulses fs (the sand's effective stress) and fw (the pore pressure's,
  * dt F) and gravity (dt g), direction by direction. */
-static double Porosity(const Mixture *mx, double ms, double Vs) { return ms > 0 && Vs > 0 ? PetscClipInterval(1.0 - ms / (mx->rho_grain * Vs), MIXTURE_NMIN, 1.0) : 1.0; }
+double MixturePorosity(const Mixture *mx, double ms, double Vs) { return ms > 0 && Vs > 0 ? PetscClipInterval(1.0 - ms / (mx->rho_grain * Vs), MIXTURE_NMIN, 1.0) : 1.0; }
 
 static void CoupledVelocities(const Mixture *mx, int d, double n, double dt, const double *gdt, double ms, const double *ps, const double *fs, double mw, const double *pw,
                               const double *fw, double *vs, double *vw)
@@ -217,7 +226,7 @@ static PetscErrorCode GridUpdate(const Mixture *mx, MPMSim sim, double dt)
         const PetscInt at = dof * (((k - l->xs[2]) * l->xm[1] + (j - l->xs[1])) * l->xm[0] + (i - l->xs[0]));
         double        *ns = as + at, *nw = aw + at, x[3], vs[3], vw[3];
         const PetscInt idx[3] = {i, j, k};
-        const double   ms = ns[0] > 0 ? ns[0] : 0.0, mw = nw[0] > 0 ? nw[0] : 0.0, n = Porosity(mx, ms, av[at / dof]);
+        const double   ms = ns[0] > 0 ? ns[0] : 0.0, mw = nw[0] > 0 ? nw[0] : 0.0, n = MixturePorosity(mx, ms, av[at / dof]);
         av[at / dof] = n; /* the volume field now holds the porosity, for the water particles */
         if (ms == 0 && mw == 0) {
           for (int c = 0; c < dof; c++) ns[c] = nw[c] = 0;
@@ -240,6 +249,43 @@ static PetscErrorCode GridUpdate(const Mixture *mx, MPMSim sim, double dt)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The coupled solve (mixture_system.c) and the step control: a failed
+ * solve halves dt (the driver retries; nothing has moved), the step grows
+ * back by 2 per step from the one that worked. */
+static PetscErrorCode ImplicitGridUpdate(MPMIntegrator integ, Mixture *mx, MPMSim sim, double dt, PetscBool *rejected)
+{
+  SNESConvergedReason reason;
+
+  PetscFunctionBeginUser;
+  PetscCall(MixtureSystemSolve(mx, sim, dt, &reason));
+  *rejected = reason < 0 ? PETSC_TRUE : PETSC_FALSE;
+  if (reason < 0) {
+    mx->halvings++;
+    mx->st.total[MIXTURE_STAT_HALVINGS] += 1;
+    if (mx->halvings == 1 && (!(mx->dt_cap < PETSC_INFINITY) || mx->dt_cap >= mx->dt_ref)) mx->dt_ref = dt;
+    PetscCheck(mx->halvings <= mx->max_halvings && 0.5 * dt >= ldexp(mx->dt_ref, -(int)mx->max_halvings), sim->comm, PETSC_ERR_NOT_CONVERGED,
+               "Mixture solve failed at t = %g s (step %" PetscInt_FMT ", dt = %g s, %" PetscInt_FMT " halvings in a row; SNES: %s): lower -dt_max or -cfl, or raise -mixture_snes_max_it, -mixture_ksp_max_it or -mixture_max_halvings",
+               sim->t, sim->step + 1, dt, mx->halvings - 1, SNESConvergedReasons[reason]);
+    PetscCall(PetscPrintf(sim->comm, "step %" PetscInt_FMT ": mixture solve failed (%s), retrying with dt = %g s\n", sim->step + 1, SNESConvergedReasons[reason], 0.5 * dt));
+    integ->rejected = PETSC_TRUE;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  mx->st.value[MIXTURE_STAT_HALVINGS] = (double)mx->halvings;
+  if (mx->halvings) mx->dt_cap = dt;
+  else if (mx->dt_cap < PETSC_INFINITY) mx->dt_cap *= 2;
+  mx->halvings = 0;
+  { /* dt against the explicit step's elastic limit (the water's sound speed) */
+    const double dte = mx->cfl_elastic * sim->layout.h / mx->wave_speed;
+    double       stiff = 1, r;
+    for (PetscInt s = 0; s < 2; s++) stiff = PetscMax(stiff, MPMIntegratorStiffening(sim->species[s], &mx->fields[s]));
+    PetscCall(MPMGlobalMax(sim->comm, &stiff, 1));
+    r                                   = dt / (dte / sqrt(stiff));
+    mx->st.value[MIXTURE_STAT_DT_RATIO] = r;
+    mx->st.total[MIXTURE_STAT_DT_RATIO] = PetscMax(mx->st.total[MIXTURE_STAT_DT_RATIO], r);
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode MixtureStep(MPMIntegrator integ, MPMSim sim, double dt, double *vmax)
 {
   Mixture *mx = (Mixture *)integ->data;
@@ -254,8 +300,14 @@ static PetscErrorCode MixtureStep(MPMIntegrator integ, MPMSim sim, double dt, do
     PetscCall(MPMIntegratorP2G(sim->species[s], &v[s], dt));
     PetscCall(MPMGhostScatterAdd(sim->species[s]->grid));
   }
-  PetscCall(GridUpdate(mx, sim, dt));
-  PetscCall(WaterPorosity(mx, sim->species[1]));
+  if (mx->stress == MIXTURE_STRESS_IMPLICIT) {
+    PetscBool rejected = PETSC_FALSE;
+    PetscCall(ImplicitGridUpdate(integ, mx, sim, dt, &rejected));
+    if (rejected) PetscFunctionReturn(PETSC_SUCCESS);
+  } else {
+    PetscCall(GridUpdate(mx, sim, dt));
+    PetscCall(MixtureWaterPorosity(mx, sim->species[1]));
+  }
   for (PetscInt s = 0; s < 2; s++) {
     double vs = 0;
     PetscCall(MPMGhostGather(sim->species[s]->grid));
@@ -272,7 +324,52 @@ static PetscErrorCode MixtureView(MPMIntegrator integ, char *buf, size_t len)
   const Mixture *mx = (const Mixture *)integ->data;
 
   PetscFunctionBeginUser;
-  PetscCall(PetscSNPrintf(buf, len, "sand and water on two grids, APIC, drag implicit (k_hat %g m/s, grains %g kg/m^3)", mx->k_hat, mx->rho_grain));
+  if (mx->stress == MIXTURE_STRESS_IMPLICIT) {
+    KSP     ksp;
+    PC      pc;
+    KSPType kt;
+    PCType  pt;
+    PetscCall(SNESGetKSP(mx->sys.snes, &ksp));
+    PetscCall(KSPGetType(ksp, &kt));
+    PetscCall(KSPGetPC(ksp, &pc));
+    PetscCall(PCGetType(pc, &pt));
+    PetscCall(PetscSNPrintf(buf, len, "sand and water on two grids, APIC, stresses and drag implicit, Newton-%s/%s (-mixture_snes_*, -mixture_ksp_*; k_hat %g m/s, grains %g kg/m^3)", kt,
+                            pt ? pt : "none", mx->k_hat, mx->rho_grain));
+  } else PetscCall(PetscSNPrintf(buf, len, "sand and water on two grids, APIC, stresses explicit, drag implicit (k_hat %g m/s, grains %g kg/m^3)", mx->k_hat, mx->rho_grain));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MixtureStats(MPMIntegrator integ, MPMStepStats *s)
+{
+  PetscFunctionBeginUser;
+  *s = ((Mixture *)integ->data)->st;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The run totals and the step cap (restarts continue bit for bit). */
+static PetscErrorCode MixtureGetState(MPMIntegrator integ, PetscInt *n, double *state)
+{
+  const Mixture *mx = (const Mixture *)integ->data;
+
+  PetscFunctionBeginUser;
+  *n = 0; /* explicit stresses: nothing */
+  if (mx->stress == MIXTURE_STRESS_EXPLICIT) PetscFunctionReturn(PETSC_SUCCESS);
+  for (int k = 0; k < MIXTURE_NSTAT; k++) state[k] = mx->st.total[k];
+  state[MIXTURE_NSTAT]     = mx->dt_cap < PETSC_INFINITY ? mx->dt_cap : -1.0;
+  state[MIXTURE_NSTAT + 1] = mx->dt_ref;
+  *n                       = MIXTURE_NSTAT + 2;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode MixtureSetState(MPMIntegrator integ, PetscInt n, const double *state)
+{
+  Mixture *mx = (Mixture *)integ->data;
+
+  PetscFunctionBeginUser;
+  PetscCheck(n == MIXTURE_NSTAT + 2, PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "the checkpoint's mixture integrator state has %" PetscInt_FMT " values, expected %d", n, MIXTURE_NSTAT + 2);
+  for (int k = 0; k < MIXTURE_NSTAT; k++) mx->st.total[k] = state[k];
+  mx->dt_cap = state[MIXTURE_NSTAT] > 0 ? state[MIXTURE_NSTAT] : PETSC_INFINITY;
+  mx->dt_ref = state[MIXTURE_NSTAT + 1];
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -286,6 +383,9 @@ PetscErrorCode MPMIntegratorCreate_Mixture(MPMIntegrator integ)
   integ->ops.stable_dt = MixtureStableDt;
   integ->ops.step      = MixtureStep;
   integ->ops.view      = MixtureView;
+  integ->ops.stats     = MixtureStats;
+  integ->ops.get_state = MixtureGetState;
+  integ->ops.set_state = MixtureSetState;
   integ->ops.destroy   = MixtureDestroy;
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -53,3 +53,37 @@ void mpm_water_update(const MPMWaterParams *p, double fill, double *Fe, double *
   for (int i = 0; i < d * d; i++) tau[i] = 0.0;
   for (int i = 0; i < d; i++) tau[i * d + i] = -*J * pr;
 }
+
+/* p(x) and dp/dx, 0 under the tension cutoff */
+static double pressure_slope(const MPMWaterParams *p, double x, double *dp)
+{
+  const double pr = p->k * (pow(x, -p->gamma) - 1.0);
+  if (pr > -p->max_tension) {
+    *dp = -p->k * p->gamma * pow(x, -p->gamma - 1.0);
+    return pr;
+  }
+  *dp = 0.0;
+  return -p->max_tension;
+}
+
+void mpm_water_trial(const MPMWaterParams *p, double n0, double Jn, double a, double dn, int coupled, double *g, double *H)
+{
+  const double np = p->porosity;
+  double       dp, pr;
+  if (np < 1 && coupled) {
+    const double n = (n0 > 0 ? n0 : np) + dn, J = Jn * (1.0 + a);
+    pr   = pressure_slope(p, n / np * J, &dp);
+    g[0] = -pr * n * Jn;
+    g[1] = -pr * J;
+    H[0] = -dp * n * n * Jn * Jn / np;
+    H[1] = -(dp * n * Jn * J / np + pr * Jn);
+    H[2] = -dp * J * J / np;
+    return;
+  }
+  const double fill = np < 1 && n0 > 0 ? n0 / np : 1.0;
+  pr   = pressure_slope(p, fill * Jn * (1.0 + a), &dp);
+  g[0] = -pr * Jn;
+  g[1] = 0.0;
+  H[0] = -dp * fill * Jn * Jn;
+  H[1] = H[2] = 0.0;
+}

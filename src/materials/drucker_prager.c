@@ -62,6 +62,13 @@ static int DPTrial(const MPMMaterial m, const MPMMaterialPoints *pts, int i, con
   return mpm_dp_trial_piola(p, alpha, tr_apex, Fhat, P, lin);
 }
 
+/* Plasticity lagged: Hencky's elastic law (the return map follows in commit). */
+static void DPElasticTrial(const MPMMaterial m, const MPMMaterialPoints *pts, int i, const double *Fhat, double *P, MPMIsoLinearization *lin)
+{
+  const MPMDruckerPragerParams *p = (const MPMDruckerPragerParams *)m->ctx;
+  mpm_hencky_trial_piola(p->dim, p->mu, p->lambda, Fhat, P, lin);
+}
+
 /* Klar's feasibility (h0 > h3 >= 0, h1, h2 >= 0) and phi_F(q) in [0, 90) deg for all q. */
 static PetscErrorCode DPCheckHardening(MPMMaterial m, const MPMDruckerPragerParams *p)
 {
@@ -126,7 +133,8 @@ PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial m, PetscOptionItems *
   PetscCall(PetscOptionsBool("-volume_correction", "Give back stress-free the volume gained in projections to the cone tip (Tampubolon et al. 2017, s. 4.3.4)", NULL,
                              ctx->volume_correction, &ctx->volume_correction, NULL));
   m->ops.declare_fields = DPDeclareFields;
-  m->flags      = MPM_MATERIAL_PLASTIC;
+  m->flags      = MPM_MATERIAL_PLASTIC | MPM_MATERIAL_LAGGED;
+  m->ops.elastic_trial = DPElasticTrial;
   if (!ctx->volume_correction) {
     m->ops.trial_stress = DPTrial;
     m->flags |= MPM_MATERIAL_DSTRESS;

@@ -45,6 +45,9 @@ static int HenckyTrial(const MPMMaterial m, const MPMMaterialPoints *pts, int i,
   return MPM_CASE_ELASTIC;
 }
 
+static void NeoHookeanElastic(const MPMMaterial m, const MPMMaterialPoints *pts, int i, const double *F, double *P, MPMIsoLinearization *lin) { (void)NeoHookeanTrial(m, pts, i, F, P, lin); }
+static void HenckyElastic(const MPMMaterial m, const MPMMaterialPoints *pts, int i, const double *F, double *P, MPMIsoLinearization *lin) { (void)HenckyTrial(m, pts, i, F, P, lin); }
+
 /* No plasticity: the stress of F_E, every particle in case I. */
 static void ElasticCommit(const MPMMaterial m, int n, const MPMMaterialPoints *pts)
 {
@@ -78,7 +81,8 @@ PetscErrorCode MPMMaterialCreate_NeoHookean(MPMMaterial m, PetscOptionItems *Pet
   m->ops.stress       = NeoHookeanStress;
   m->ops.energy       = NeoHookeanEnergy;
   m->ops.trial_stress = NeoHookeanTrial;
-  m->flags |= MPM_MATERIAL_DSTRESS;
+  m->ops.elastic_trial = NeoHookeanElastic;
+  m->flags |= MPM_MATERIAL_DSTRESS | MPM_MATERIAL_LAGGED;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -89,6 +93,7 @@ PetscErrorCode MPMMaterialCreate_Hencky(MPMMaterial m, PetscOptionItems *PetscOp
   m->ops.stress       = HenckyStress;
   m->ops.energy       = HenckyEnergy;
   m->ops.trial_stress = HenckyTrial;
-  m->flags |= MPM_MATERIAL_DSTRESS;
+  m->ops.elastic_trial = HenckyElastic;
+  m->flags |= MPM_MATERIAL_DSTRESS | MPM_MATERIAL_LAGGED;
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -57,6 +57,8 @@ PetscErrorCode MPMMaterialRequire(const MPMMaterial m, unsigned flags, const cha
   PetscCheck(!(flags & MPM_MATERIAL_DSTRESS) || m->ops.trial_stress, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT,
              "%s needs the linearized stress dP/dF of every material, which -%s_type %s does not provide%s%s", who, m->name, m->type, m->no_trial_stress ? ": " : "",
              m->no_trial_stress ? m->no_trial_stress : "");
+  PetscCheck(!(flags & MPM_MATERIAL_LAGGED) || m->ops.elastic_trial || m->ops.fluid_trial, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT,
+             "%s needs the elastic stress and its linearization of every material, which -%s_type %s does not provide", who, m->name, m->type);
   PetscCheck(!(flags & MPM_MATERIAL_PLASTIC) || (m->flags & MPM_MATERIAL_PLASTIC), PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "%s needs a plastic material, -%s_type %s is not", who,
              m->name, m->type);
   PetscFunctionReturn(PETSC_SUCCESS);

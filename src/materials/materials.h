@@ -32,6 +32,7 @@ typedef struct {
 #define MPM_MATERIAL_DSTRESS 2u /* ops.trial_stress: the linearized stress for implicit solvers */
 #define MPM_MATERIAL_FLUID   4u /* a fluid phase: the two-phase integrators put it on its own species */
 #define MPM_MATERIAL_PORE    8u /* fills only part of its particles' volume (pore water): needs a two-phase integrator */
+#define MPM_MATERIAL_LAGGED  16u /* ops.elastic_trial (solids) or ops.fluid_trial (fluids): the elastic stress for solves with plasticity lagged */
 
 typedef struct {
   /* Register per-particle fields beyond the shared state (optional). */
@@ -50,6 +51,17 @@ typedef struct {
    * and its linearization for mpm_iso_dpiola.  Returns the MPMPlasticCase.
    * NULL: not available (then no_trial_stress may say why). */
   int (*trial_stress)(const MPMMaterial m, const MPMMaterialPoints *pts, int i, const double *Fhat, double *P, MPMIsoLinearization *lin);
+  /* Solves with plasticity lagged to commit (-integrator mixture, stresses
+   * implicit): the same with the elastic law alone, at the moduli of the
+   * state the step started from.  Solids. */
+  void (*elastic_trial)(const MPMMaterial m, const MPMMaterialPoints *pts, int i, const double *Fhat, double *P, MPMIsoLinearization *lin);
+  /* The same for fluids, whose stress is a pressure: the energy W per unit
+   * reference volume as a function of the trial volume change a = dt div v
+   * (F_E = I at the step's start) and of the change dn of the porosity
+   * around the point (pore water: the pores the skeleton leaves it; with
+   * coupled false, or for free water, W does not depend on it), its
+   * gradient g = (dW/da, dW/dn) and Hessian H = (W_aa, W_an, W_nn). */
+  void (*fluid_trial)(const MPMMaterial m, const MPMMaterialPoints *pts, int i, double a, double dn, PetscBool coupled, double *g, double *H);
   /* P-wave speed at a density, in the undeformed state: the explicit
    * stability limit [m/s]. */
   double (*wave_speed)(const MPMMaterial m, double density);

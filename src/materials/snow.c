@@ -42,6 +42,8 @@ static int SnowTrial(const MPMMaterial m, const MPMMaterialPoints *pts, int i, c
   return MPM_CASE_ELASTIC;
 }
 
+static void SnowElasticTrial(const MPMMaterial m, const MPMMaterialPoints *pts, int i, const double *Fhat, double *P, MPMIsoLinearization *lin) { (void)SnowTrial(m, pts, i, Fhat, P, lin); }
+
 /* Compacted snow is stiffer: the largest exp(xi (1 - J_P)) of the points. */
 static double SnowStiffening(const MPMMaterial m, int n, const MPMMaterialPoints *pts)
 {
@@ -75,7 +77,8 @@ PetscErrorCode MPMMaterialCreate_Snow(MPMMaterial m, PetscOptionItems *PetscOpti
   PetscCheck(p->theta_c >= 0 && p->theta_c < 1, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_critical_compression must be in [0, 1), got %g", m->name, p->theta_c);
   PetscCheck(p->theta_s >= 0 && p->theta_s <= 1, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_critical_stretch must be in [0, 1], got %g", m->name, p->theta_s);
   PetscCheck(p->xi >= 0 && p->xi <= 100, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_hardening_coefficient must be in [0, 100], got %g", m->name, p->xi);
-  m->flags            = MPM_MATERIAL_PLASTIC | MPM_MATERIAL_DSTRESS;
+  m->flags            = MPM_MATERIAL_PLASTIC | MPM_MATERIAL_DSTRESS | MPM_MATERIAL_LAGGED;
+  m->ops.elastic_trial = SnowElasticTrial;
   m->ops.commit       = SnowCommit;
   m->ops.stress       = SnowStress;
   m->ops.energy       = SnowEnergy;

@@ -81,6 +81,14 @@ static double WaterStiffening(const MPMMaterial m, int n, const MPMMaterialPoint
   return pow(jmin, -c->k.gamma);
 }
 
+/* The implicit mixture's trial (mpm_water_trial): J = J_n (1 + a) as commit
+ * updates it, the porosity around the particle n0 + dn. */
+static void WaterFluidTrial(const MPMMaterial m, const MPMMaterialPoints *pts, int i, double a, double dn, PetscBool coupled, double *g, double *H)
+{
+  const WaterContext *c = (const WaterContext *)m->ctx;
+  mpm_water_trial(&c->k, MPMFieldReal(pts->p, c->f_n)[pts->q0 + i], pts->Jp[i], a, dn, coupled ? 1 : 0, g, H);
+}
+
 /* At rest under p = rho_w g depth: J = (1 + p/k)^(-1/gamma), F_E = I. */
 static void WaterHydrostatic(const MPMMaterial m, double g_depth, double *Fe, double *Jp)
 {
@@ -126,7 +134,7 @@ PetscErrorCode MPMMaterialCreate_Water(MPMMaterial m, PetscOptionItems *PetscOpt
   m->lambda            = p->k * p->gamma;
   m->E                 = 0.0;
   m->nu                = 0.5;
-  m->flags             = MPM_MATERIAL_PLASTIC | MPM_MATERIAL_FLUID | (p->porosity < 1 ? MPM_MATERIAL_PORE : 0u); /* commit forgets the shear */
+  m->flags             = MPM_MATERIAL_PLASTIC | MPM_MATERIAL_FLUID | MPM_MATERIAL_LAGGED | (p->porosity < 1 ? MPM_MATERIAL_PORE : 0u); /* commit forgets the shear */
   m->no_trial_stress   = "the water's linearization is not implemented for -integrator implicit and semi_implicit";
   m->ops.commit        = WaterCommit;
   m->ops.declare_fields = WaterDeclareFields;
@@ -135,5 +143,6 @@ PetscErrorCode MPMMaterialCreate_Water(MPMMaterial m, PetscOptionItems *PetscOpt
   m->ops.wave_speed    = WaterWaveSpeed;
   m->ops.stiffening    = WaterStiffening;
   m->ops.hydrostatic   = WaterHydrostatic;
+  m->ops.fluid_trial   = WaterFluidTrial;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
