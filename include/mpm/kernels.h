@@ -180,6 +180,14 @@ void mpm_dp_update_n(const MPMDruckerPragerParams *p, int n, double *Fe, double 
 MPMPlasticCase mpm_dp_update_vc(const MPMDruckerPragerParams *p, double *Fe, double *q, double *Jp, double *vc, double *tau);
 void           mpm_dp_update_n_vc(const MPMDruckerPragerParams *p, int n, double *Fe, double *q, double *Jp, double *vc, double *tau, uint8_t *pcase);
 
+/* Wet sand (Tampubolon et al. 2017, s. 3.4 and 4.3.3): the cohesion as a
+ * piecewise-linear function of the water saturation S of the pores, 0 dry,
+ * cmax at the optimum S_opt, 0 again at full saturation [Pa]. */
+double mpm_dp_saturation_cohesion(double cmax, double sopt, double S);
+/* mpm_dp_update_vc with the particle's own cohesion c (in place of
+ * p->cohesion): the cone's apex at c cot(phi). */
+MPMPlasticCase mpm_dp_update_cohesion(const MPMDruckerPragerParams *p, double c, double *Fe, double *q, double *Jp, double *vc, double *tau);
+
 /* Hencky elasticity, no plasticity: tau from F_E. */
 void mpm_hencky_stress(int dim, double mu, double lambda, const double *Fe, double *tau);
 /* Hencky energy density psi(F) = mu tr((ln S)^2) + lambda/2 (tr ln S)^2 (K25). */

@@ -105,6 +105,10 @@ static PetscErrorCode MixtureSetUp(MPMIntegrator integ, MPMSim sim)
     PetscCall(MPMGridFieldCreate(sim, name, mpm_transfer_dof((int)sim->dim, 1), PETSC_FALSE, &sp->grid)); /* the force kept apart from the momentum */
   }
   PetscCall(MPMGridFieldCreate(sim, "sand_volume", 1, PETSC_FALSE, &mx->volume));
+  mx->f_sat = -1;
+  mx->rho_w = sim->species[1]->nmat ? sim->species[1]->mat[0]->true_density : 1000.0;
+  for (PetscInt m = 0; m < sim->species[0]->nmat; m++)
+    if ((sim->species[0]->mat[m]->flags & MPM_MATERIAL_WET) && !mx->sat) PetscCall(MPMGridFieldCreate(sim, "sand_saturation", 1, PETSC_FALSE, &mx->sat));
   mx->wave_speed = MPMIntegratorWaveSpeed(sim);
   if (mx->stress == MIXTURE_STRESS_IMPLICIT) {
     static const char *const names[MIXTURE_NSTAT] = {"newton_its", "ksp_its", "dt_halvings", "dt_over_explicit"};
@@ -156,6 +160,24 @@ PetscErrorCode MixtureWaterPorosity(Mixture *mx, MPMSpecies *sp)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Wet sand: the saturation at the sand particles (x^n), from the nodes',
+ * for their cohesion in commit (Tampubolon et al. 2017, s. 4.3.3, with the
+ * pores' saturation in place of the seed's overlap indicator). */
+static PetscErrorCode SandSaturation(Mixture *mx, MPMSpecies *sp)
+{
+  MPMParticles      *p = &sp->p;
+  const PetscScalar *a;
+
+  PetscFunctionBeginUser;
+  if (!mx->sat) PetscFunctionReturn(PETSC_SUCCESS);
+  if (mx->f_sat < 0) PetscCall(MPMParticlesFindField(p, "saturation", &mx->f_sat));
+  PetscCall(MPMGhostGather(mx->sat));
+  PetscCall(VecGetArrayRead(mx->sat->local, &a));
+  mpm_g2p_scalar(&mx->sat->box, (int)p->n, MPMFieldReal(p, p->f_x), a, 0, MPMFieldReal(p, mx->f_sat));
+  PetscCall(VecRestoreArrayRead(mx->sat->local, &a));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode MixtureDestroy(MPMIntegrator integ)
 {
   Mixture *mx = (Mixture *)integ->data;
@@ -181,6 +203,10 @@ static double MixtureStableDt(MPMIntegrator integ, const MPMSim sim, double vmax
 /* One node: the drag-coupled velocities from the momenta ps, pw, the force
  * impulses fs (the sand's effective stress) and fw (the pore pressure's,
  * dt F) and gravity (dt g), direction by direction. */
+/* The water saturation of the pores at a node: the water's own volume
+ * m_w / rho_w over the pore volume n V_s, in [0, 1] (0 without sand). */
+double MixtureSaturation(const Mixture *mx, double ms, double mw, double n, double Vs) { return ms > 0 && Vs > 0 && n > 0 ? PetscClipInterval(mw / (mx->rho_w * n * Vs), 0.0, 1.0) : 0.0; }
+
 double MixturePorosity(const Mixture *mx, double ms, double Vs) { return ms > 0 && Vs > 0 ? PetscClipInterval(1.0 - ms / (mx->rho_grain * Vs), MIXTURE_NMIN, 1.0) : 1.0; }
 
 static void CoupledVelocities(const Mixture *mx, int d, double n, double dt, const double *gdt, double ms, const double *ps, const double *fs, double mw, const double *pw,
@@ -212,7 +238,7 @@ static PetscErrorCode GridUpdate(const Mixture *mx, MPMSim sim, double dt)
   const int        d = l->dim == 3 ? 3 : 2, dof = (int)sim->species[0]->grid->dof;
   const double     gs = MPMGravityScale(sim);
   double           gdt[3] = {0, 0, 0};
-  PetscScalar     *as, *aw, *av;
+  PetscScalar     *as, *aw, *av, *sv = NULL;
 
   PetscFunctionBeginUser;
   PetscCall(PetscLogEventBegin(MPM_EVENT_GRID_UPDATE, 0, 0, 0, 0));
@@ -220,6 +246,7 @@ static PetscErrorCode GridUpdate(const Mixture *mx, MPMSim sim, double dt)
   PetscCall(VecGetArray(sim->species[0]->grid->global, &as));
   PetscCall(VecGetArray(sim->species[1]->grid->global, &aw));
   PetscCall(VecGetArray(mx->volume->global, &av));
+  if (mx->sat) PetscCall(VecGetArray(mx->sat->global, &sv));
   for (PetscInt k = l->xs[2]; k < l->xs[2] + l->xm[2]; k++)
     for (PetscInt j = l->xs[1]; j < l->xs[1] + l->xm[1]; j++)
       for (PetscInt i = l->xs[0]; i < l->xs[0] + l->xm[0]; i++) {
@@ -227,6 +254,7 @@ static PetscErrorCode GridUpdate(const Mixture *mx, MPMSim sim, double dt)
         double        *ns = as + at, *nw = aw + at, x[3], vs[3], vw[3];
         const PetscInt idx[3] = {i, j, k};
         const double   ms = ns[0] > 0 ? ns[0] : 0.0, mw = nw[0] > 0 ? nw[0] : 0.0, n = MixturePorosity(mx, ms, av[at / dof]);
+        if (sv) sv[at / dof] = MixtureSaturation(mx, ms, mw, n, av[at / dof]);
         av[at / dof] = n; /* the volume field now holds the porosity, for the water particles */
         if (ms == 0 && mw == 0) {
           for (int c = 0; c < dof; c++) ns[c] = nw[c] = 0;
@@ -243,6 +271,7 @@ static PetscErrorCode GridUpdate(const Mixture *mx, MPMSim sim, double dt)
         }
       }
   PetscCall(VecRestoreArray(mx->volume->global, &av));
+  if (mx->sat) PetscCall(VecRestoreArray(mx->sat->global, &sv));
   PetscCall(VecRestoreArray(sim->species[1]->grid->global, &aw));
   PetscCall(VecRestoreArray(sim->species[0]->grid->global, &as));
   PetscCall(PetscLogEventEnd(MPM_EVENT_GRID_UPDATE, 0, 0, 0, 0));
@@ -308,6 +337,7 @@ static PetscErrorCode MixtureStep(MPMIntegrator integ, MPMSim sim, double dt, do
     PetscCall(GridUpdate(mx, sim, dt));
     PetscCall(MixtureWaterPorosity(mx, sim->species[1]));
   }
+  PetscCall(SandSaturation(mx, sim->species[0]));
   for (PetscInt s = 0; s < 2; s++) {
     double vs = 0;
     PetscCall(MPMGhostGather(sim->species[s]->grid));

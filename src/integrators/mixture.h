@@ -65,6 +65,9 @@ typedef struct {
   MPMGridField   *volume;    /* the sand's volume at the nodes (dof 1), then its porosity */
   double         *Vp;        /* scratch: the sand particles' current volume */
   PetscInt        f_n;       /* the water particles' field "porosity" (water.c) */
+  MPMGridField   *sat;       /* wet sand (a material with -<m>_wet_cohesion): the pores' water saturation at the nodes (dof 1), else NULL */
+  double          rho_w;     /* the water's own density (of the first water material) [kg/m^3] */
+  PetscInt        f_sat;     /* the sand particles' field "saturation" (drucker_prager.c) */
   PetscInt        nVp;
   /* implicit stresses: the step control and statistics */
   PetscInt        max_halvings, halvings;
@@ -76,6 +79,7 @@ typedef struct {
 enum { MIXTURE_STAT_NEWTON, MIXTURE_STAT_KSP, MIXTURE_STAT_HALVINGS, MIXTURE_STAT_DT_RATIO, MIXTURE_NSTAT };
 
 double         MixturePorosity(const Mixture *mx, double ms, double Vs);
+double         MixtureSaturation(const Mixture *mx, double ms, double mw, double n, double Vs);
 PetscErrorCode MixtureWaterPorosity(Mixture *mx, MPMSpecies *sp);
 PetscErrorCode MixtureSystemOptions(Mixture *mx, MPMSim sim, const char *prefix);
 PetscErrorCode MixtureSystemSolve(Mixture *mx, MPMSim sim, double dt, SNESConvergedReason *reason);

@@ -845,11 +845,12 @@ static PetscErrorCode Prepare(Mixture *mx, MPMSim sim, double dt)
   MixtureSystem *sys = &mx->sys;
   const int      d = (int)sim->dim, dof = (int)sim->species[0]->grid->dof;
   const double   gs = MPMGravityScale(sim);
-  PetscScalar   *g[2], *av, *x;
+  PetscScalar   *g[2], *av, *x, *sv = NULL;
 
   PetscFunctionBeginUser;
   for (int s = 0; s < 2; s++) PetscCall(VecGetArray(sim->species[s]->grid->global, &g[s]));
   PetscCall(VecGetArray(mx->volume->global, &av));
+  if (mx->sat) PetscCall(VecGetArray(mx->sat->global, &sv));
   PetscCall(VecGetArray(sys->x, &x));
   for (PetscInt n = 0; n < sys->nown; n++) {
     const double *ns = g[0] + n * dof, *nw = g[1] + n * dof;
@@ -858,6 +859,7 @@ static PetscErrorCode Prepare(Mixture *mx, MPMSim sim, double dt)
     double       *bs = sys->b + n * 2 * d, *bw = bs + d, *xs = x + n * 2 * d, *xw = xs + d, pos[3];
     sys->ms[n] = ms;
     sys->Vs[n] = av[n];
+    if (sv) sv[n] = MixtureSaturation(mx, ms, mw, por, av[n]);
     av[n]      = por;
     sys->e[n] = dt * D;
     for (int a = 0; a < d; a++) {
@@ -889,6 +891,7 @@ static PetscErrorCode Prepare(Mixture *mx, MPMSim sim, double dt)
     }
   }
   PetscCall(VecRestoreArray(sys->x, &x));
+  if (mx->sat) PetscCall(VecRestoreArray(mx->sat->global, &sv));
   PetscCall(VecRestoreArray(mx->volume->global, &av));
   for (int s = 0; s < 2; s++) PetscCall(VecRestoreArray(sim->species[s]->grid->global, &g[s]));
   PetscFunctionReturn(PETSC_SUCCESS);

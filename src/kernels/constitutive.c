@@ -129,6 +129,20 @@ MPMPlasticCase mpm_dp_update_vc(const MPMDruckerPragerParams *p, double *Fe, dou
 
 MPMPlasticCase mpm_dp_update(const MPMDruckerPragerParams *p, double *Fe, double *q, double *Jp, double *tau) { return mpm_dp_update_vc(p, Fe, q, Jp, NULL, tau); }
 
+double mpm_dp_saturation_cohesion(double cmax, double sopt, double S)
+{
+  if (!(S > 0) || S >= 1) return 0.0;
+  return S < sopt ? cmax * S / sopt : cmax * (1.0 - S) / (1.0 - sopt);
+}
+
+MPMPlasticCase mpm_dp_update_cohesion(const MPMDruckerPragerParams *p, double c, double *Fe, double *q, double *Jp, double *vc, double *tau)
+{
+  MPMDruckerPragerParams w = *p;
+  w.cohesion               = c;
+  mpm_dp_cone(&w, 0.0, &w.alpha0, &w.tr_apex0);
+  return mpm_dp_update_vc(&w, Fe, q, Jp, vc, tau);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Drucker-Prager on MPM_LANES particles at once (3D)                        */
 /* ------------------------------------------------------------------------ */

@@ -12,6 +12,8 @@ typedef struct {
   MPMDruckerPragerParams k;
   PetscBool              volume_correction;
   PetscInt               f_vc; /* its field, -1 without */
+  double                 wet_cohesion, optimum_saturation; /* cohesion from the water saturation (mixtures) */
+  PetscInt               f_sat; /* the field "saturation", -1 without */
   char                   no_trial[128]; /* why there is no implicit linearization */
 } DPContext;
 
@@ -22,6 +24,16 @@ static const char *const ConeNames[] = {"compression", "plane_strain", "MPMConeM
 static void DPCommit(const MPMMaterial m, int n, const MPMMaterialPoints *pts)
 {
   const DPContext *c = (const DPContext *)m->ctx;
+  if (c->f_sat >= 0) { /* wet sand: each particle's cohesion from its saturation (one at a time) */
+    const int     d2 = c->k.dim * c->k.dim;
+    const double *S  = MPMFieldReal(pts->p, c->f_sat) + pts->q0;
+    double       *vc = c->f_vc >= 0 ? MPMFieldReal(pts->p, c->f_vc) + pts->q0 : NULL;
+    for (int i = 0; i < n; i++) {
+      const double coh = c->k.cohesion + mpm_dp_saturation_cohesion(c->wet_cohesion, c->optimum_saturation, S[i]);
+      pts->pcase[i]    = (uint8_t)mpm_dp_update_cohesion(&c->k, coh, pts->Fe + d2 * i, &pts->q[i], &pts->Jp[i], vc ? &vc[i] : NULL, pts->tau + d2 * i);
+    }
+    return;
+  }
   mpm_dp_update_n_vc(&c->k, n, pts->Fe, pts->q, pts->Jp, c->f_vc >= 0 ? MPMFieldReal(pts->p, c->f_vc) + pts->q0 : NULL, pts->tau, pts->pcase);
 }
 
@@ -32,7 +44,13 @@ static PetscErrorCode DPDeclareFields(MPMMaterial m, MPMParticles *p)
   DPContext *c = (DPContext *)m->ctx;
 
   PetscFunctionBeginUser;
-  c->f_vc = -1;
+  c->f_vc  = -1;
+  c->f_sat = -1;
+  if (c->wet_cohesion > 0) { /* set by -integrator mixture every step before commit; output for the pictures */
+    PetscCall(MPMParticlesFindField(p, "saturation", &c->f_sat));
+    if (c->f_sat < 0) PetscCall(MPMParticlesRegisterField(p, "saturation", MPM_FIELD_REAL, 1, NULL, MPM_FIELD_MIGRATE, &c->f_sat));
+    PetscCall(MPMParticlesSetOutput(p, c->f_sat, "saturation", MPM_FIELD_REAL, PETSC_FALSE));
+  }
   if (!c->volume_correction) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(MPMParticlesRegisterField(p, "volume_correction", MPM_FIELD_REAL, 1, NULL, MPM_FIELD_STATE, &c->f_vc));
   PetscCall(MPMParticlesSetOutput(p, c->f_vc, "volume_correction", MPM_FIELD_REAL, PETSC_FALSE));
@@ -110,6 +128,14 @@ PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial m, PetscOptionItems *
   PetscCheck(!(hset && phiset), PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_friction_angle and -%s_hardening exclude each other (h0 of the hardening law is the initial friction angle)", m->name, m->name);
   p->cohesion = 0;
   PetscCall(MPMOptionsReal("-cohesion", "Mohr-Coulomb cohesion c [Pa]", NULL, p->cohesion, &p->cohesion, NULL));
+  ctx->wet_cohesion       = 0;
+  ctx->optimum_saturation = 0.4;
+  PetscCall(MPMOptionsReal("-wet_cohesion", "Largest cohesion of the wet sand, at the optimum water saturation (-integrator mixture; Tampubolon et al. 2017 s. 3.4): 0 dry, 0 saturated, added to -cohesion [Pa]", NULL,
+                           ctx->wet_cohesion, &ctx->wet_cohesion, NULL));
+  PetscCall(MPMOptionsReal("-optimum_saturation", "Water saturation of the pores at which the wet cohesion peaks [-]", NULL, ctx->optimum_saturation, &ctx->optimum_saturation, NULL));
+  PetscCheck(ctx->wet_cohesion >= 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_wet_cohesion must be >= 0 Pa, got %g", m->name, ctx->wet_cohesion);
+  PetscCheck(ctx->optimum_saturation > 0 && ctx->optimum_saturation < 1, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_optimum_saturation must be in (0, 1), got %g", m->name,
+             ctx->optimum_saturation);
   PetscCall(MPMOptionsEList("-cone", "Drucker-Prager cone matched to Mohr-Coulomb (plane_strain is exact Mohr-Coulomb in 2D)", NULL, ConeNames, 2, ConeNames[cone], &cone, NULL));
   p->dim    = (int)m->dim;
   p->mu     = m->mu;
@@ -128,12 +154,14 @@ PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial m, PetscOptionItems *
   p->h1 *= PETSC_PI / 180;
   p->h3 *= PETSC_PI / 180;
   PetscCall(DPCheckHardening(m, p));
+  PetscCheck(ctx->wet_cohesion == 0 || p->h0 - p->h3 > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT,
+             "-%s_wet_cohesion > 0 needs a friction angle > 0 (the Drucker-Prager apex sits at c cot(phi))", m->name);
   mpm_dp_setup(p);
   ctx->volume_correction = PETSC_FALSE;
   PetscCall(PetscOptionsBool("-volume_correction", "Give back stress-free the volume gained in projections to the cone tip (Tampubolon et al. 2017, s. 4.3.4)", NULL,
                              ctx->volume_correction, &ctx->volume_correction, NULL));
   m->ops.declare_fields = DPDeclareFields;
-  m->flags      = MPM_MATERIAL_PLASTIC | MPM_MATERIAL_LAGGED;
+  m->flags      = MPM_MATERIAL_PLASTIC | MPM_MATERIAL_LAGGED | (ctx->wet_cohesion > 0 ? MPM_MATERIAL_WET : 0u);
   m->ops.elastic_trial = DPElasticTrial;
   if (!ctx->volume_correction) {
     m->ops.trial_stress = DPTrial;

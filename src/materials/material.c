@@ -95,6 +95,7 @@ PetscErrorCode MPMMaterialSetUp(MPI_Comm comm, PetscInt dim, const char *name, M
   }
   PetscCall((*create)(m, PetscOptionsObject));
   PetscOptionsEnd();
+  if (m->true_density <= 0) m->true_density = m->density;
   *mat = m;
   PetscFunctionReturn(PETSC_SUCCESS);
 }

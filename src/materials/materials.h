@@ -32,6 +32,7 @@ typedef struct {
 #define MPM_MATERIAL_DSTRESS 2u /* ops.trial_stress: the linearized stress for implicit solvers */
 #define MPM_MATERIAL_FLUID   4u /* a fluid phase: the two-phase integrators put it on its own species */
 #define MPM_MATERIAL_PORE    8u /* fills only part of its particles' volume (pore water): needs a two-phase integrator */
+#define MPM_MATERIAL_WET     32u /* its cohesion follows the water saturation a two-phase integrator sets (field "saturation") */
 #define MPM_MATERIAL_LAGGED  16u /* ops.elastic_trial (solids) or ops.fluid_trial (fluids): the elastic stress for solves with plasticity lagged */
 
 typedef struct {
@@ -81,6 +82,7 @@ struct _p_MPMMaterial {
   char           type[MPM_NAME_LEN];
   PetscInt       dim;
   double         density; /* [kg/m^3] */
+  double         true_density; /* of the material itself: pore water's particles carry n_p rho_w, this is rho_w (0: density) */
   double         E, nu, mu, lambda;
   unsigned       flags;   /* MPM_MATERIAL_* */
   const char    *no_trial_stress; /* why ops.trial_stress is NULL, for the error message (or NULL) */

@@ -128,6 +128,7 @@ PetscErrorCode MPMMaterialCreate_Water(MPMMaterial m, PetscOptionItems *PetscOpt
   PetscCheck(p->gamma >= 1 && p->gamma <= 20, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_gamma must be in [1, 20], got %g", m->name, p->gamma);
   PetscCheck(p->max_tension >= 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_max_tension must be >= 0 Pa, got %g", m->name, p->max_tension);
   /* the particles carry the partial density n rho_w */
+  m->true_density = m->density;
   m->density *= p->porosity;
   /* the small-strain moduli of the generic code: no shear, bulk k gamma */
   m->mu                = 0.0;
