@@ -43,11 +43,21 @@
 # frame.  Knobs: MPM_BENCH_TIME (simulated seconds, default one frame),
 # MPM_BENCH_INTEGRATORS (default "semi_implicit explicit"),
 # MPM_BENCH_RANKS, MPM_BENCH_OPTIONS (added to every run), MPM_BUILD_DIR,
-# MPM_BENCH_OUT.  The seed's figure (Table 3): 3e5 particles, ~2 min per
+# MPM_BENCH_OUT.
+#
+# `bash jobscripts/benchmark.sh mixture` is the sand-water benchmark (issue
+# "Sand-water mixtures"): inputs/dam_breach_3d.yaml (605,000 particles of
+# sand, pore water and free water at dx = 1 cm) for MPM_BENCH_TIME simulated
+# seconds (default 0.01) with each of MPM_BENCH_STRESSES (default
+# "explicit implicit": -mixture_stress), the implicit runs at
+# MPM_BENCH_DT_MAX (default 5e-3 s); it prints dt over the explicit limit,
+# Newton steps and MINRES iterations, wall time and wall time per simulated
+# second.  MPM_BENCH_DX sets another resolution (0.03: 22,000 particles).
+# The seed's figure (Table 3): 3e5 particles, ~2 min per
 # frame on 8 cores of a 2009 Xeon X5550.
 set -euo pipefail
 mode=${1:-explicit}
-case "$mode" in explicit | implicit | snow) ;; *) echo "usage: bash jobscripts/benchmark.sh [explicit|implicit|snow]" >&2; exit 2 ;; esac
+case "$mode" in explicit | implicit | snow | mixture) ;; *) echo "usage: bash jobscripts/benchmark.sh [explicit|implicit|snow|mixture]" >&2; exit 2 ;; esac
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${MPM_BUILD_DIR:-$root/build}
@@ -101,6 +111,42 @@ for n in ranks:
         print("%6d %14s %10d %7d %10.3g %8s %10.1f %16.1f %18.1f" % (n, integ, s["particles"], s["steps"], simtime / s["steps"], "%.1f" % (cr / s["steps"]) if cr else "-",
               s["wall_seconds_stepping"], per_frame, per_frame * n / (s["particles"] / 1e5)))
 print("seed (Stomakhin et al. 2013, Table 3): 3e5 particles, ~120 s per frame on 8 cores: %.1f core-s per frame per 1e5 particles" % (120 * 8 / 3.0))
+EOF
+  exit 0
+fi
+
+if [ "$mode" = mixture ]; then
+  simtime=${MPM_BENCH_TIME:-0.01}
+  read -r -a stresses <<<"${MPM_BENCH_STRESSES:-explicit implicit}"
+  deck=(-options_file_yaml "$root/inputs/dam_breach_3d.yaml" -t_end "$simtime" -output_dt "$simtime")
+  [ -n "${MPM_BENCH_DX:-}" ] && deck+=(-dx "$MPM_BENCH_DX")
+  echo "mixture benchmark: $exe, inputs/dam_breach_3d.yaml to t = $simtime s, ranks: ${ranks[*]}, dx: ${MPM_BENCH_DX:-deck}, stresses: ${stresses[*]}, options: ${options[*]:-none}"
+  for n in "${ranks[@]}"; do
+    for st in "${stresses[@]}"; do
+      dir=$out/$st$n
+      rm -rf "$dir"
+      extra=(-mixture_stress "$st")
+      [ "$st" = implicit ] && extra+=(-dt_max "${MPM_BENCH_DT_MAX:-5e-3}")
+      mpiexec -n "$n" "$exe" "${deck[@]}" -output_dir "$dir" "${extra[@]}" ${options[@]+"${options[@]}"} >"$out/$st$n.log" 2>&1 ||
+        { echo "benchmark: the $n-rank $st run failed:" >&2; tail -20 "$out/$st$n.log" >&2; exit 1; }
+    done
+  done
+  "$python" - "$out" "$simtime" "${ranks[@]}" -- "${stresses[@]}" <<'EOF'
+import json, os, sys
+
+args = sys.argv[1:]
+out, simtime = args[0], float(args[1])
+ranks = [int(r) for r in args[2:args.index("--")]]
+stresses = args[args.index("--") + 1:]
+print("%6s %9s %10s %6s %10s %9s %10s %11s %9s %14s" % ("ranks", "stresses", "particles", "steps", "mean dt", "dt/expl", "Newton/st", "MINRES/Newt", "wall [s]", "wall/sim-s [s]"))
+for n in ranks:
+    for st in stresses:
+        with open(os.path.join(out, "%s%d" % (st, n), "summary.json")) as f:
+            s = json.load(f)
+        newton, ksp = s.get("integrator_newton_its", 0), s.get("integrator_ksp_its", 0)
+        print("%6d %9s %10d %6d %10.3g %9s %10s %11s %9.1f %14.1f" % (n, st, s["particles"], s["steps"], simtime / s["steps"],
+              "%.1f" % s["integrator_dt_over_explicit"] if newton else "1", "%.1f" % (newton / s["steps"]) if newton else "-",
+              "%.1f" % (ksp / newton) if newton else "-", s["wall_seconds_stepping"], s["wall_seconds_stepping"] / simtime))
 EOF
   exit 0
 fi

@@ -14,7 +14,7 @@ for path in decks:
     rel = os.path.relpath(path, os.path.join(T.SOURCE, "inputs"))
     out = T.outdir("deck_" + rel.replace("/", "_").replace(".yaml", ""))
     steps = 3 if "bench" in rel else 20
-    coarse = {"landslide_3d.yaml": ["-dx", "0.05"], "snowball_wall_3d.yaml": ["-dx", "0.02"]}.get(rel, [])  # 16 M and 310 k particles at their own dx
+    coarse = {"landslide_3d.yaml": ["-dx", "0.05"], "snowball_wall_3d.yaml": ["-dx", "0.02"], "dam_breach_3d.yaml": ["-dx", "0.03"]}.get(rel, [])  # 16 M, 310 k and 605 k particles at their own dx
     p = T.run_deck(rel, 2, out, "-max_steps", steps, *coarse, check=False)
     ok = p.returncode == 0
     c.true("%s runs %d steps" % (rel, steps), ok, "" if ok else p.stderr[-300:])
