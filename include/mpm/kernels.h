@@ -100,6 +100,15 @@ void mpm_sym_eig3_lanes(const double A[6][MPM_LANES], double lam[3][MPM_LANES], 
 void mpm_ffT_eig(int dim, const double *F, double *lam, double *U);
 
 /* C = A B (dim x dim) */
+/* y = A x (dim x dim times a vector) */
+static inline void mpm_matvec(int dim, const double *A, const double *x, double *y)
+{
+  for (int i = 0; i < dim; i++) {
+    double t = 0;
+    for (int k = 0; k < dim; k++) t += A[i * dim + k] * x[k];
+    y[i] = t;
+  }
+}
 static inline void mpm_matmul(int dim, const double *A, const double *B, double *C)
 {
   for (int i = 0; i < dim; i++)

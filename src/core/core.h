@@ -82,6 +82,8 @@ PetscErrorCode MPMLayoutDestroy(MPMLayout *l);
 PetscInt       MPMLayoutSlabOwner(const MPMLayout *l, PetscInt cell);
 PetscInt       MPMLayoutParticleCell(const MPMLayout *l, const double *x);
 PetscBool      MPMLayoutInside(const MPMLayout *l, const double *x);
+/* Position of owned node n (node-major in the owned box: x fastest). */
+void           MPMLayoutOwnedNodeX(const MPMLayout *l, PetscInt n, double *x);
 
 /* ----------------------------------------------------------- grid fields */
 /* Node values on the layout: a DMDA with `dof` values per node, its global

@@ -165,3 +165,9 @@ PetscBool MPMLayoutInside(const MPMLayout *l, const double *x)
   }
   return PETSC_TRUE;
 }
+
+void MPMLayoutOwnedNodeX(const MPMLayout *l, PetscInt n, double *x)
+{
+  const PetscInt i[3] = {l->xs[0] + n % l->xm[0], l->xs[1] + (n / l->xm[0]) % l->xm[1], l->xs[2] + n / (l->xm[0] * l->xm[1])};
+  for (PetscInt a = 0; a < l->dim; a++) x[a] = l->box.origin[a] + l->h * i[a];
+}

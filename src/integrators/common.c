@@ -232,3 +232,68 @@ PetscErrorCode MPMIntegratorMarkLazyOptions(const char *prefix)
   for (size_t i = 0; i < sizeof(lazy) / sizeof(lazy[0]); i++) PetscCall(PetscOptionsHasName(NULL, prefix, lazy[i], &flg));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+
+/* -<prefix>check_operator: y'Ax against x'Ay and x'Ax / x'x for four random
+ * pairs (a symmetric solver needs both), and, given the assembled
+ * preconditioner matrix P, |P x - A x| / |A x|; printed. */
+PetscErrorCode MPMIntegratorCheckOperator(MPI_Comm comm, Mat A, Mat P)
+{
+  PetscRandom rnd;
+  Vec         x, y, Ax, Ay;
+  double      asym = 0, rq = PETSC_INFINITY, pdiff = 0;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscRandomCreate(comm, &rnd));
+  PetscCall(PetscRandomSetInterval(rnd, -1.0, 1.0));
+  PetscCall(PetscRandomSetSeed(rnd, 7));
+  PetscCall(PetscRandomSeed(rnd));
+  PetscCall(MatCreateVecs(A, &x, &Ax));
+  PetscCall(VecDuplicate(x, &y));
+  PetscCall(VecDuplicate(x, &Ay));
+  for (int k = 0; k < 4; k++) {
+    PetscScalar a, b, xx, xAx;
+    PetscCall(VecSetRandom(x, rnd));
+    PetscCall(VecSetRandom(y, rnd));
+    PetscCall(MatMult(A, x, Ax));
+    PetscCall(MatMult(A, y, Ay));
+    PetscCall(VecDot(y, Ax, &a));
+    PetscCall(VecDot(x, Ay, &b));
+    PetscCall(VecDot(x, x, &xx));
+    PetscCall(VecDot(x, Ax, &xAx));
+    asym = PetscMax(asym, PetscAbsReal(a - b) / PetscMax(PetscAbsReal(a), PetscAbsReal(b)));
+    rq   = PetscMin(rq, xAx / xx);
+    if (P) {
+      PetscReal nd, na;
+      PetscCall(MatMult(P, x, Ay));
+      PetscCall(VecAXPY(Ay, -1.0, Ax));
+      PetscCall(VecNorm(Ay, NORM_2, &nd));
+      PetscCall(VecNorm(Ax, NORM_2, &na));
+      pdiff = PetscMax(pdiff, nd / na);
+    }
+  }
+  if (P) PetscCall(PetscPrintf(comm, "operator check: assembled matrix |P x - A x| / |A x| %.3e\n", pdiff));
+  PetscCall(PetscPrintf(comm, "operator check: asymmetry %.3e, min Rayleigh quotient %.6e\n", asym, rq));
+  PetscCall(VecDestroy(&x));
+  PetscCall(VecDestroy(&y));
+  PetscCall(VecDestroy(&Ax));
+  PetscCall(VecDestroy(&Ay));
+  PetscCall(PetscRandomDestroy(&rnd));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* A new preconditioner matrix on a grid field's layout (the rows of the
+ * owned nodes, nl of them, block size bs), addressed by the ghosted node
+ * numbers (MatSetValuesBlockedLocal). */
+PetscErrorCode MPMIntegratorPmatCreate(MPI_Comm comm, const MPMGridField *f, PetscInt nl, PetscInt bs, MatType type, Mat *A)
+{
+  ISLocalToGlobalMapping map;
+
+  PetscFunctionBeginUser;
+  PetscCall(DMGetLocalToGlobalMapping(f->da, &map));
+  PetscCall(MatCreate(comm, A));
+  PetscCall(MatSetSizes(*A, nl, nl, PETSC_DETERMINE, PETSC_DETERMINE));
+  PetscCall(MatSetType(*A, type));
+  PetscCall(MatSetBlockSize(*A, bs));
+  PetscCall(MatSetLocalToGlobalMapping(*A, map, map));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

@@ -93,13 +93,6 @@ typedef struct {
 enum { STAT_NEWTON, STAT_KSP, STAT_HALVINGS, NSTAT };
 
 /* ------------------------------------------------------------ helpers */
-/* Position of owned node n (node-major in the owned box). */
-static void OwnedNodeX(const MPMLayout *l, PetscInt n, double *x)
-{
-  const PetscInt i[3] = {l->xs[0] + n % l->xm[0], l->xs[1] + (n / l->xm[0]) % l->xm[1], l->xs[2] + n / (l->xm[0] * l->xm[1])};
-  for (PetscInt a = 0; a < l->dim; a++) x[a] = l->box.origin[a] + l->h * i[a];
-}
-
 static PetscErrorCode Scratch(ImplicitSpecies *is)
 {
   const PetscInt n = is->sp->p.n, d = is->sim->dim;
@@ -114,16 +107,6 @@ static PetscErrorCode Scratch(ImplicitSpecies *is)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* y = Pi a (dim x dim times a vector) */
-static void MatVec(int d, const double *Pi, const double *a, double *y)
-{
-  for (int i = 0; i < d; i++) {
-    double t = 0;
-    for (int k = 0; k < d; k++) t += Pi[i * d + k] * a[k];
-    y[i] = t;
-  }
-}
-
 /* u = Pi X + c on the owned nodes (0 where there is no mass), gathered to
  * the ghosts. */
 static PetscErrorCode Project(ImplicitSpecies *is, Vec X)
@@ -136,7 +119,7 @@ static PetscErrorCode Project(ImplicitSpecies *is, Vec X)
   PetscCall(VecGetArrayRead(X, &x));
   PetscCall(VecGetArray(is->ug, &u));
   for (PetscInt n = 0; n < is->nown; n++) {
-    MatVec((int)d, is->Pi + n * d * d, x + n * d, u + n * d);
+    mpm_matvec((int)d, is->Pi + n * d * d, x + n * d, u + n * d);
     for (PetscInt a = 0; a < d; a++) u[n * d + a] += is->c[n * d + a];
   }
   PetscCall(VecRestoreArray(is->ug, &u));
@@ -333,7 +316,7 @@ static PetscErrorCode Rows(ImplicitSpecies *is, Vec X, PetscBool residual, Vec Y
       continue;
     }
     for (int a = 0; a < d; a++) t[a] = m * u[n * d + a] - f[n * d + a] - (residual ? m * (mv[n * dof + 1 + a] + is->dt * gs * sim->gravity[a]) : 0.0);
-    MatVec(d, is->Pi + n * d * d, t, y + n * d);
+    mpm_matvec(d, is->Pi + n * d * d, t, y + n * d);
     for (int a = 0; a < d; a++) y[n * d + a] += m * (x[n * d + a] - u[n * d + a]);
   }
   PetscCall(VecRestoreArray(Y, &y));
@@ -488,17 +471,11 @@ static PetscErrorCode InsertPmat(ImplicitSpecies *is, Mat A, PetscBool pattern)
  * `type`, block size dim, addressed by the ghosted node numbers. */
 static PetscErrorCode PmatCreate(ImplicitSpecies *is, MatType type, Mat *A)
 {
-  ISLocalToGlobalMapping map;
-  PetscInt               nl;
+  PetscInt nl;
 
   PetscFunctionBeginUser;
-  PetscCall(DMGetLocalToGlobalMapping(is->vel->da, &map));
   PetscCall(VecGetLocalSize(is->x, &nl));
-  PetscCall(MatCreate(is->sim->comm, A));
-  PetscCall(MatSetSizes(*A, nl, nl, PETSC_DETERMINE, PETSC_DETERMINE));
-  PetscCall(MatSetType(*A, type));
-  PetscCall(MatSetBlockSize(*A, is->sim->dim));
-  PetscCall(MatSetLocalToGlobalMapping(*A, map, map));
+  PetscCall(MPMIntegratorPmatCreate(is->sim->comm, is->vel, nl, is->sim->dim, type, A));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -581,7 +558,7 @@ static PetscErrorCode JacobianMult(Mat J, Vec X, Vec Y)
   d = (int)is->sim->dim;
   PetscCall(VecGetArrayRead(X, &x));
   PetscCall(VecGetArray(is->ug, &u));
-  for (PetscInt nd = 0; nd < is->nown; nd++) MatVec(d, is->Pi + nd * d * d, x + nd * d, u + nd * d);
+  for (PetscInt nd = 0; nd < is->nown; nd++) mpm_matvec(d, is->Pi + nd * d * d, x + nd * d, u + nd * d);
   PetscCall(VecRestoreArray(is->ug, &u));
   PetscCall(VecRestoreArrayRead(X, &x));
   PetscCall(MPMGhostGatherVec(is->vel, is->ug, is->ul));
@@ -665,7 +642,7 @@ static PetscErrorCode RigidBodyModes(ImplicitSpecies *is)
   PetscCall(VecDuplicate(is->x, &xy));
   PetscCall(VecSetBlockSize(xy, d));
   PetscCall(VecGetArray(xy, &c));
-  for (PetscInt n = 0; n < is->nown; n++) OwnedNodeX(&is->sim->layout, n, c + n * d);
+  for (PetscInt n = 0; n < is->nown; n++) MPMLayoutOwnedNodeX(&is->sim->layout, n, c + n * d);
   PetscCall(VecRestoreArray(xy, &c));
   PetscCall(MatNullSpaceCreateRigidBody(xy, &is->rigid));
   PetscCall(VecDestroy(&xy));
@@ -897,9 +874,9 @@ static PetscErrorCode Predict(const Implicit *im, ImplicitSpecies *is, double dt
       continue;
     }
     /* the contact set of the predictor; the projection is affine in v for a fixed set: c = Pi(u) - Pi u */
-    OwnedNodeX(&sim->layout, n, pos);
+    MPMLayoutOwnedNodeX(&sim->layout, n, pos);
     MPMCollidersProject(sim->colliders, pos, dt, u, Pi);
-    MatVec(d, Pi, w, cn);
+    mpm_matvec(d, Pi, w, cn);
     for (int c = 0; c < d; c++) cn[c] = u[c] - cn[c];
   }
   PetscCall(VecRestoreArray(is->x, &x));
@@ -937,7 +914,7 @@ static PetscErrorCode Finish(const Implicit *im, ImplicitSpecies *is)
       v[c] = node[1 + c] + f[n * d + c] / m + is->dt * gs * sim->gravity[c];
       if (dof > 1 + d) node[1 + d + c] = node[1 + c]; /* FLIP: v^n */
     }
-    OwnedNodeX(&sim->layout, n, pos);
+    MPMLayoutOwnedNodeX(&sim->layout, n, pos);
     const int held = MPMCollidersApply(sim->colliders, pos, m, is->dt, v) == MPM_CONTACT_HELD;
     for (int c = 0; c < d; c++) node[1 + c] = v[c];
     node[0] = held && im->held.on ? 1.0 : 0.0;
@@ -969,39 +946,9 @@ static PetscErrorCode G2P(const Implicit *im, ImplicitSpecies *is, double *vmax)
  * pairs, at the linearization of the step's start (before the solve). */
 static PetscErrorCode CheckOperator(ImplicitSpecies *is)
 {
-  PetscRandom rnd;
-  Vec         x, y, Ax, Ay;
-  double      asym = 0, rq = PETSC_INFINITY;
-
   PetscFunctionBeginUser;
-  PetscCall(PetscRandomCreate(is->sim->comm, &rnd));
-  PetscCall(PetscRandomSetInterval(rnd, -1.0, 1.0));
-  PetscCall(PetscRandomSetSeed(rnd, 7));
-  PetscCall(PetscRandomSeed(rnd));
-  PetscCall(VecDuplicate(is->x, &x));
-  PetscCall(VecDuplicate(is->x, &y));
-  PetscCall(VecDuplicate(is->x, &Ax));
-  PetscCall(VecDuplicate(is->x, &Ay));
   if (is->pmat == PMAT_DIAGONAL) PetscCall(Diagonal(is)); /* MatMult needs nothing else */
-  for (int k = 0; k < 4; k++) {
-    PetscScalar a, b, xx, xAx;
-    PetscCall(VecSetRandom(x, rnd));
-    PetscCall(VecSetRandom(y, rnd));
-    PetscCall(MatMult(is->J, x, Ax));
-    PetscCall(MatMult(is->J, y, Ay));
-    PetscCall(VecDot(y, Ax, &a));
-    PetscCall(VecDot(x, Ay, &b));
-    PetscCall(VecDot(x, x, &xx));
-    PetscCall(VecDot(x, Ax, &xAx));
-    asym = PetscMax(asym, PetscAbsReal(a - b) / PetscMax(PetscAbsReal(a), PetscAbsReal(b)));
-    rq   = PetscMin(rq, xAx / xx);
-  }
-  PetscCall(PetscPrintf(is->sim->comm, "operator check: asymmetry %.3e, min Rayleigh quotient %.6e\n", asym, rq));
-  PetscCall(VecDestroy(&x));
-  PetscCall(VecDestroy(&y));
-  PetscCall(VecDestroy(&Ax));
-  PetscCall(VecDestroy(&Ay));
-  PetscCall(PetscRandomDestroy(&rnd));
+  PetscCall(MPMIntegratorCheckOperator(is->sim->comm, is->J, NULL));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

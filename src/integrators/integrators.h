@@ -98,6 +98,11 @@ PetscErrorCode MPMHeldPICCheck(MPMSim sim, const MPMHeldPIC *h);
 /* Mark a solver's viewer options (-<prefix>ksp_converged_reason, ...), read
  * when its solve ends, as known to the run's check for unused options. */
 PetscErrorCode MPMIntegratorMarkLazyOptions(const char *prefix);
+/* -<prefix>check_operator: the operator's symmetry and smallest Rayleigh
+ * quotient on random vectors (and P against it, P not NULL), printed. */
+PetscErrorCode MPMIntegratorCheckOperator(MPI_Comm comm, Mat A, Mat P);
+/* An assembled preconditioner matrix on grid field f's layout. */
+PetscErrorCode MPMIntegratorPmatCreate(MPI_Comm comm, const MPMGridField *f, PetscInt nl, PetscInt bs, MatType type, Mat *A);
 
 typedef PetscErrorCode (*MPMIntegratorCreateFn)(MPMIntegrator);
 PetscErrorCode MPMIntegratorRegisterAll(void);

@@ -33,22 +33,6 @@
  * the colliders with friction, as in the explicit step. */
 #include "mixture.h"
 
-static void OwnedNodeX(const MPMLayout *l, PetscInt n, double *x)
-{
-  const PetscInt i[3] = {l->xs[0] + n % l->xm[0], l->xs[1] + (n / l->xm[0]) % l->xm[1], l->xs[2] + n / (l->xm[0] * l->xm[1])};
-  for (PetscInt a = 0; a < l->dim; a++) x[a] = l->box.origin[a] + l->h * i[a];
-}
-
-/* y = Pi a */
-static void MatVec(int d, const double *Pi, const double *a, double *y)
-{
-  for (int i = 0; i < d; i++) {
-    double t = 0;
-    for (int k = 0; k < d; k++) t += Pi[i * d + k] * a[k];
-    y[i] = t;
-  }
-}
-
 typedef struct {
   Mixture *mx;
   MPMSim   sim;
@@ -86,7 +70,7 @@ static PetscErrorCode Project(MixtureSystem *sys, int d, Vec X, PetscBool affine
     PetscScalar *u;
     PetscCall(VecGetArray(sys->ug[s], &u));
     for (PetscInt n = 0; n < sys->nown; n++) {
-      if (x) MatVec(d, sys->Pi[s] + n * d * d, x + n * 2 * d + s * d, u + n * d);
+      if (x) mpm_matvec(d, sys->Pi[s] + n * d * d, x + n * 2 * d + s * d, u + n * d);
       for (int a = 0; a < d; a++) u[n * d + a] = x ? u[n * d + a] + (affine ? sys->c[s][n * d + a] : 0.0) : 0.0;
     }
     PetscCall(VecRestoreArray(sys->ug[s], &u));
@@ -395,7 +379,7 @@ static PetscErrorCode Rows(MixtureSystem *sys, MPMSim sim, Vec X, PetscBool resi
         continue;
       }
       for (int a = 0; a < d; a++) t[a] = m * us[a] + sys->e[n] * (us[a] - uo[a]) - f[s][n * d + a] - (residual ? sys->b[n * 2 * d + s * d + a] : 0.0);
-      MatVec(d, sys->Pi[s] + n * d * d, t, ys);
+      mpm_matvec(d, sys->Pi[s] + n * d * d, t, ys);
       for (int a = 0; a < d; a++) ys[a] += m * (xs[a] - us[a]);
     }
   for (int s = 0; s < 2; s++) {
@@ -504,17 +488,11 @@ static PetscErrorCode ProjectorsGather(MixtureSystem *sys, int d)
 
 static PetscErrorCode PmatCreate(MixtureSystem *sys, MPMSim sim, MatType type, Mat *A)
 {
-  ISLocalToGlobalMapping map;
-  PetscInt               nl;
+  PetscInt nl;
 
   PetscFunctionBeginUser;
-  PetscCall(DMGetLocalToGlobalMapping(sys->vel->da, &map));
   PetscCall(VecGetLocalSize(sys->x, &nl));
-  PetscCall(MatCreate(sim->comm, A));
-  PetscCall(MatSetSizes(*A, nl, nl, PETSC_DETERMINE, PETSC_DETERMINE));
-  PetscCall(MatSetType(*A, type));
-  PetscCall(MatSetBlockSize(*A, 2 * sim->dim));
-  PetscCall(MatSetLocalToGlobalMapping(*A, map, map));
+  PetscCall(MPMIntegratorPmatCreate(sim->comm, sys->vel, nl, 2 * sim->dim, type, A));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -876,7 +854,7 @@ static PetscErrorCode Prepare(Mixture *mx, MPMSim sim, double dt)
       xs[a] = det > 0 ? (B * rs + e * rw) / det : 0.0;
       xw[a] = det > 0 ? (e * rs + A * rw) / det : 0.0;
     }
-    OwnedNodeX(&sim->layout, n, pos);
+    MPMLayoutOwnedNodeX(&sim->layout, n, pos);
     for (int s = 0; s < 2; s++) {
       const double m  = s ? mw : ms;
       double      *Pi = sys->Pi[s] + n * d * d, *c = sys->c[s] + n * d, *xv = x + n * 2 * d + s * d, u[3];
@@ -887,7 +865,7 @@ static PetscErrorCode Prepare(Mixture *mx, MPMSim sim, double dt)
       }
       for (int a = 0; a < d; a++) u[a] = xv[a];
       MPMCollidersProject(sim->colliders, pos, dt, u, Pi); /* affine in x for the fixed set: c = Pi(x) - Pi x */
-      MatVec(d, Pi, xv, c);
+      mpm_matvec(d, Pi, xv, c);
       for (int a = 0; a < d; a++) c[a] = u[a] - c[a];
     }
   }
@@ -923,14 +901,14 @@ static PetscErrorCode Finish(Mixture *mx, MPMSim sim, PetscBool *bad)
   }
   for (PetscInt n = 0; n < sys->nown; n++) {
     double v[2][3] = {{0}}, pos[3];
-    OwnedNodeX(&sim->layout, n, pos);
+    MPMLayoutOwnedNodeX(&sim->layout, n, pos);
     for (int s = 0; s < 2; s++) {
       const double  m = g[s][n * dof], *Pi = sys->Pi[s] + n * d * d, *us = u[s] + n * d;
       double        t[3], pu[3], pt[3];
       if (m <= 0 || (s == 0 && mx->fixed_sand)) continue;
       for (int a = 0; a < d; a++) t[a] = (sys->b[n * 2 * d + s * d + a] + f[s][n * d + a] - sys->e[n] * (us[a] - u[1 - s][n * d + a])) / m;
-      MatVec(d, Pi, us, pu);
-      MatVec(d, Pi, t, pt);
+      mpm_matvec(d, Pi, us, pu);
+      mpm_matvec(d, Pi, t, pt);
       for (int a = 0; a < d; a++) v[s][a] = pu[a] + t[a] - pt[a];
       (void)MPMCollidersApply(sim->colliders, pos, m, sys->dt, v[s]);
     }
@@ -973,12 +951,12 @@ static PetscErrorCode GrowContactSet(Mixture *mx, MPMSim sim, PetscBool *changed
       for (int k = 0; k < d * d; k++) free = free && Pi[k] == (double)(k % (d + 1) == 0);
       if (!free) continue; /* in the set already, or without mass (Pi = 0) */
       for (int a = 0; a < d; a++) u[a] = xv[a];
-      OwnedNodeX(&sim->layout, n, pos);
+      MPMLayoutOwnedNodeX(&sim->layout, n, pos);
       MPMCollidersProject(sim->colliders, pos, sys->dt, u, P2);
       for (int a = 0; a < d; a++) moved = moved || u[a] != xv[a];
       if (!moved) continue;
       for (int k = 0; k < d * d; k++) Pi[k] = P2[k];
-      MatVec(d, Pi, xv, c);
+      mpm_matvec(d, Pi, xv, c);
       for (int a = 0; a < d; a++) c[a] = u[a] - c[a];
       nch += 1;
     }
@@ -992,47 +970,8 @@ static PetscErrorCode GrowContactSet(Mixture *mx, MPMSim sim, PetscBool *changed
  * four random pairs, printed (the symmetric-operator test). */
 static PetscErrorCode CheckOperator(MixtureSystem *sys, MPMSim sim)
 {
-  PetscRandom rnd;
-  Vec         x, y, Ax, Ay;
-  double      asym = 0, rq = PETSC_INFINITY, pdiff = 0;
-
   PetscFunctionBeginUser;
-  PetscCall(PetscRandomCreate(sim->comm, &rnd));
-  PetscCall(PetscRandomSetInterval(rnd, -1.0, 1.0));
-  PetscCall(PetscRandomSetSeed(rnd, 7));
-  PetscCall(PetscRandomSeed(rnd));
-  PetscCall(VecDuplicate(sys->x, &x));
-  PetscCall(VecDuplicate(sys->x, &y));
-  PetscCall(VecDuplicate(sys->x, &Ax));
-  PetscCall(VecDuplicate(sys->x, &Ay));
-  for (int k = 0; k < 4; k++) {
-    PetscScalar a, b, xx, xAx;
-    PetscCall(VecSetRandom(x, rnd));
-    PetscCall(VecSetRandom(y, rnd));
-    PetscCall(MatMult(sys->J, x, Ax));
-    PetscCall(MatMult(sys->J, y, Ay));
-    PetscCall(VecDot(y, Ax, &a));
-    PetscCall(VecDot(x, Ay, &b));
-    PetscCall(VecDot(x, x, &xx));
-    PetscCall(VecDot(x, Ax, &xAx));
-    asym = PetscMax(asym, PetscAbsReal(a - b) / PetscMax(PetscAbsReal(a), PetscAbsReal(b)));
-    rq   = PetscMin(rq, xAx / xx);
-    if (sys->assembled) { /* the assembled matrix against the operator */
-      PetscReal nd, na;
-      PetscCall(MatMult(sys->P, x, Ay));
-      PetscCall(VecAXPY(Ay, -1.0, Ax));
-      PetscCall(VecNorm(Ay, NORM_2, &nd));
-      PetscCall(VecNorm(Ax, NORM_2, &na));
-      pdiff = PetscMax(pdiff, nd / na);
-    }
-  }
-  if (sys->assembled) PetscCall(PetscPrintf(sim->comm, "operator check: assembled matrix |P x - A x| / |A x| %.3e\n", pdiff));
-  PetscCall(PetscPrintf(sim->comm, "operator check: asymmetry %.3e, min Rayleigh quotient %.6e\n", asym, rq));
-  PetscCall(VecDestroy(&x));
-  PetscCall(VecDestroy(&y));
-  PetscCall(VecDestroy(&Ax));
-  PetscCall(VecDestroy(&Ay));
-  PetscCall(PetscRandomDestroy(&rnd));
+  PetscCall(MPMIntegratorCheckOperator(sim->comm, sys->J, sys->assembled ? sys->P : NULL));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
