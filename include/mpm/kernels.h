@@ -100,6 +100,16 @@ void mpm_sym_eig3_lanes(const double A[6][MPM_LANES], double lam[3][MPM_LANES], 
 void mpm_ffT_eig(int dim, const double *F, double *lam, double *U);
 
 /* C = A B (dim x dim) */
+/* A = s P F^T: the scaled stress a particle scatters (s = -dt V0 gives dt f, K23) */
+static inline void mpm_scaled_pft(int dim, double s, const double *P, const double *F, double *A)
+{
+  for (int a = 0; a < dim; a++)
+    for (int b = 0; b < dim; b++) {
+      double t = 0;
+      for (int c = 0; c < dim; c++) t += P[a * dim + c] * F[b * dim + c];
+      A[a * dim + b] = s * t;
+    }
+}
 /* y = A x (dim x dim times a vector) */
 static inline void mpm_matvec(int dim, const double *A, const double *x, double *y)
 {

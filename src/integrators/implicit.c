@@ -141,17 +141,6 @@ static void TrialF(int d, double dt, const double *F, double *G)
   for (int k = 0; k < d * d; k++) G[k] = Fh[k];
 }
 
-/* A = s P F^T */
-static void StressTimesFT(int d, double s, const double *P, const double *F, double *A)
-{
-  for (int a = 0; a < d; a++)
-    for (int b = 0; b < d; b++) {
-      double t = 0;
-      for (int c = 0; c < d; c++) t += P[a * d + c] * F[b * d + c];
-      A[a * d + b] = s * t;
-    }
-}
-
 /* fg = sum_p A_p grad w_ip on the owned nodes (ghost contributions summed). */
 static PetscErrorCode Divergence(ImplicitSpecies *is)
 {
@@ -219,7 +208,7 @@ static PetscErrorCode TrialStresses(ImplicitSpecies *is, PetscBool *bad)
       if (!(mpm_det(d, A) > 0)) continue; /* inverted: TrialDeformations left it 0 */
       m->ops.trial_stress(m, &pts, (int)(q - q0), A, P, &is->lin[q]);
       if (is->definite) mpm_iso_definite(&is->lin[q]);
-      StressTimesFT(d, -is->dt * V0[q], P, Fe + q * d * d, A);
+      mpm_scaled_pft(d, -is->dt * V0[q], P, Fe + q * d * d, A);
     }
   }
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -237,7 +226,7 @@ static void JacobianPoint(int q, const double *G, double *A, void *ctx)
   mpm_matmul(d, G, F, dF);
   for (int c = 0; c < d * d; c++) dF[c] *= is->dt;
   mpm_iso_dpiola(&is->lin[q], dF, dP);
-  StressTimesFT(d, -is->dt * V0 * is->beta, dP, F, A);
+  mpm_scaled_pft(d, -is->dt * V0 * is->beta, dP, F, A);
 }
 
 /* fg = -beta K du on the owned nodes (K dt^2 the stiffness at the

@@ -205,12 +205,7 @@ static void SandStresses(MixtureSystem *sys, MPMSim sim, Mixture *mx, PetscBool 
         m->ops.elastic_trial(m, &pts, (int)(q - q0), Fh, P, l);
         if (linearize) mpm_iso_definite(l);
       }
-      for (int a = 0; a < d; a++) /* A = -dt V0 P F^T */
-        for (int b = 0; b < d; b++) {
-          double t = 0;
-          for (int c = 0; c < d; c++) t += P[a * d + c] * F[b * d + c];
-          A[a * d + b] = -dt * V0[q] * t;
-        }
+      mpm_scaled_pft(d, -dt * V0[q], P, F, A);
     }
   }
 }
@@ -326,12 +321,7 @@ static PetscErrorCode StiffnessAction(MixtureSystem *sys, MPMSim sim, Mixture *m
     mpm_matmul(d, A, F, dF);
     for (int k = 0; k < d * d; k++) dF[k] *= dt;
     mpm_iso_dpiola(&sys->lin[q], dF, dP);
-    for (int a = 0; a < d; a++)
-      for (int b = 0; b < d; b++) {
-        double t = 0;
-        for (int c = 0; c < d; c++) t += dP[a * d + c] * F[b * d + c];
-        A[a * d + b] = -dt * V0s[q] * t;
-      }
+    mpm_scaled_pft(d, -dt * V0s[q], dP, F, A);
   }
   if (sys->coupled) PetscCall(PorosityChange(mx, sim, PETSC_FALSE));
   PetscCall(Gradients(sys, sim, 1, sys->Aw));
