@@ -297,3 +297,42 @@ PetscErrorCode MPMIntegratorPmatCreate(MPI_Comm comm, const MPMGridField *f, Pet
   PetscCall(MatSetLocalToGlobalMapping(*A, map, map));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+
+void MPMStepControlInit(MPMStepControl *sc, PetscInt max_halvings)
+{
+  sc->max_halvings = max_halvings;
+  sc->halvings     = 0;
+  sc->dt_cap       = PETSC_INFINITY;
+  sc->dt_ref       = 0.0;
+}
+
+PetscBool MPMStepControlFail(MPMStepControl *sc, double dt)
+{
+  sc->halvings++;
+  /* a step that fails first at full size (not capped by earlier failures) starts a new run; dt is the same on every rank */
+  if (sc->halvings == 1 && (!(sc->dt_cap < PETSC_INFINITY) || sc->dt_cap >= sc->dt_ref)) sc->dt_ref = dt;
+  return sc->halvings <= sc->max_halvings && 0.5 * dt >= ldexp(sc->dt_ref, -(int)sc->max_halvings) ? PETSC_TRUE : PETSC_FALSE;
+}
+
+PetscInt MPMStepControlAccept(MPMStepControl *sc, double dt)
+{
+  const PetscInt h = sc->halvings;
+  if (h) sc->dt_cap = dt; /* grow back from the step that worked */
+  else if (sc->dt_cap < PETSC_INFINITY) sc->dt_cap *= 2;
+  sc->halvings = 0;
+  return h;
+}
+
+double MPMStepControlDt(const MPMStepControl *sc, double dt) { return PetscMin(dt, sc->dt_cap); }
+
+void MPMStepControlGetState(const MPMStepControl *sc, double *state)
+{
+  state[0] = sc->dt_cap < PETSC_INFINITY ? sc->dt_cap : -1.0;
+  state[1] = sc->dt_ref;
+}
+
+void MPMStepControlSetState(MPMStepControl *sc, const double *state, PetscBool has_ref)
+{
+  sc->dt_cap = state[0] > 0 ? state[0] : PETSC_INFINITY;
+  sc->dt_ref = has_ref ? state[1] : 0.0; /* checkpoints before dt_ref: no floor until the next failure */
+}

@@ -81,11 +81,8 @@ typedef struct {
   double          wave_speed;   /* largest P-wave speed at rest (MPMIntegratorWaveSpeed) */
   MPMTransfer     transfer;    /* apic; semi-implicit also flip and aflip */
   double          flip;        /* FLIP fraction (< 0: APIC) */
-  PetscInt        max_halvings;
   PetscInt        pmat;
-  PetscInt        halvings; /* consecutive failed attempts of the current step */
-  double          dt_cap;   /* after a halving the step grows back from here, x2 per step */
-  double          dt_ref;   /* the step before the first halving of a run of capped steps: dt may not fall below dt_ref / 2^max_halvings */
+  MPMStepControl  sc;       /* halvings after failed solves, the step cap */
   MPMStepStats    st;
   ImplicitSpecies s[8];
 } Implicit;
@@ -709,9 +706,8 @@ static PetscErrorCode ImplicitOptions(MPMIntegrator integ, MPMSim sim)
   PetscFunctionBeginUser;
   PetscCall(PetscNew(&im));
   integ->data      = im;
-  im->max_halvings = 6;
+  MPMStepControlInit(&im->sc, 6);
   im->pmat         = PMAT_DIAGONAL;
-  im->dt_cap       = PETSC_INFINITY;
   im->beta         = 1.0;
   im->flip         = 0.95;
   im->definite     = PETSC_TRUE;
@@ -727,7 +723,7 @@ static PetscErrorCode ImplicitOptions(MPMIntegrator integ, MPMSim sim)
   PetscCall(MPMOptionsEList(Opt(integ, "pmat", o1, sizeof(o1)),
                             "The matrix the linear systems are preconditioned with: diagonal (the operator's exact diagonal, matrix-free; PCJACOBI), tangent (the exact Jacobian assembled; block Jacobi-ILU(0), or -<prefix>pc_type lu, gamg, ...), elastic (the same with each particle's linear-elastic moduli in place of its tangent: symmetric)",
                             NULL, PmatNames, 3, PmatNames[im->pmat], &im->pmat, NULL));
-  PetscCall(PetscOptionsInt(Opt(integ, "max_halvings", o2, sizeof(o2)), "Halve dt at most this many times in a row when the solve fails (or let repeated halvings take dt below 2^-N of the step where they began), then stop with an error", NULL, im->max_halvings, &im->max_halvings, NULL));
+  PetscCall(PetscOptionsInt(Opt(integ, "max_halvings", o2, sizeof(o2)), "Halve dt at most this many times in a row when the solve fails (or let repeated halvings take dt below 2^-N of the step where they began), then stop with an error", NULL, im->sc.max_halvings, &im->sc.max_halvings, NULL));
   PetscCall(PetscOptionsBool(Opt(integ, "check_operator", o6, sizeof(o6)), "Every step, print the operator's symmetry |y'Ax - x'Ay| / |x'Ay| and its smallest Rayleigh quotient x'Ax / x'x on random vectors (tests; a symmetric solver needs both)", NULL, im->check_operator, &im->check_operator, NULL));
   if (im->semi) PetscCall(PetscOptionsBool(Opt(integ, "definite", o4, sizeof(o4)), "Make each particle's stiffness positive semidefinite (Teran et al. 2005): compressed snow's negative rotational stiffness, linearized, blows up at large dt (false: the seed's exact Hessian)", NULL, im->definite, &im->definite, NULL));
   if (im->semi)
@@ -746,7 +742,7 @@ static PetscErrorCode ImplicitCheck(MPMIntegrator integ, MPMSim sim)
 
   PetscFunctionBeginUser;
   PetscCall(MPMHeldPICCheck(sim, &im->held));
-  PetscCheck(im->max_halvings >= 0 && im->max_halvings <= 30, sim->comm, PETSC_ERR_USER_INPUT, "-%smax_halvings must be in [0, 30], got %" PetscInt_FMT, integ->prefix, im->max_halvings);
+  PetscCheck(im->sc.max_halvings >= 0 && im->sc.max_halvings <= 30, sim->comm, PETSC_ERR_USER_INPUT, "-%smax_halvings must be in [0, 30], got %" PetscInt_FMT, integ->prefix, im->sc.max_halvings);
   PetscCheck(im->cfl_hardened >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-%scfl_elastic must be >= 0 (0: no limit), got %g", integ->prefix, im->cfl_hardened);
   PetscCheck(im->beta >= 0 && im->beta <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-%sbeta must be in [0, 1] (0 explicit, 0.5 trapezoidal, 1 backward Euler), got %g", integ->prefix, im->beta);
   PetscCheck(!im->semi || (im->flip >= 0 && im->flip <= 1), sim->comm, PETSC_ERR_USER_INPUT, "-flip_blend must be in [0, 1], got %g", im->flip);
@@ -801,7 +797,7 @@ static double ImplicitStableDt(MPMIntegrator integ, const MPMSim sim, double vma
 {
   Implicit *im = (Implicit *)integ->data;
   if (sim->dt_fixed > 0) return sim->dt_fixed;
-  double dt = PetscMin(sim->dt_max, im->dt_cap);
+  double dt = MPMStepControlDt(&im->sc, sim->dt_max);
   if (vmax > 0) dt = PetscMin(dt, sim->cfl * sim->layout.h / vmax);
   if (im->wave_speed > 0) {
     double stiff = 0; /* 0: no hardening material, no limit */
@@ -986,21 +982,16 @@ static PetscErrorCode ImplicitStep(MPMIntegrator integ, MPMSim sim, double dt, d
   im->st.total[STAT_NEWTON] += its_newton;
   im->st.total[STAT_KSP] += its_ksp;
   if (reason < 0) {
-    im->halvings++;
+    const PetscBool retry = MPMStepControlFail(&im->sc, dt);
     im->st.total[STAT_HALVINGS] += 1;
-    /* a step that fails first at full size (not capped by earlier failures) starts a new run; dt is the same on every rank */
-    if (im->halvings == 1 && (!(im->dt_cap < PETSC_INFINITY) || im->dt_cap >= im->dt_ref)) im->dt_ref = dt;
-    PetscCheck(im->halvings <= im->max_halvings && 0.5 * dt >= ldexp(im->dt_ref, -(int)im->max_halvings), sim->comm, PETSC_ERR_NOT_CONVERGED,
+    PetscCheck(retry, sim->comm, PETSC_ERR_NOT_CONVERGED,
                "%s solve failed at t = %g s (step %" PetscInt_FMT ", dt = %g s, %" PetscInt_FMT " halvings in a row, dt down from %g s; SNES: %s): lower -dt_max or -cfl, or raise %s%s%s-%sksp_max_it or -%smax_halvings",
-               im->semi ? "Semi-implicit linear" : "Implicit Newton", sim->t, sim->step + 1, dt, im->halvings - 1, im->dt_ref, SNESConvergedReasons[reason], im->semi ? "" : "-", im->semi ? "" : integ->prefix, im->semi ? "" : "snes_max_it, ", integ->prefix, integ->prefix);
+               im->semi ? "Semi-implicit linear" : "Implicit Newton", sim->t, sim->step + 1, dt, im->sc.halvings - 1, im->sc.dt_ref, SNESConvergedReasons[reason], im->semi ? "" : "-", im->semi ? "" : integ->prefix, im->semi ? "" : "snes_max_it, ", integ->prefix, integ->prefix);
     PetscCall(PetscPrintf(sim->comm, "step %" PetscInt_FMT ": %s solve failed (%s), retrying with dt = %g s\n", sim->step + 1, integ->type, SNESConvergedReasons[reason], 0.5 * dt));
     integ->rejected = PETSC_TRUE;
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  im->st.value[STAT_HALVINGS] = (double)im->halvings;
-  if (im->halvings) im->dt_cap = dt; /* grow back from the step that worked */
-  else if (im->dt_cap < PETSC_INFINITY) im->dt_cap *= 2;
-  im->halvings = 0;
+  im->st.value[STAT_HALVINGS] = (double)MPMStepControlAccept(&im->sc, dt);
   for (PetscInt s = 0; s < sim->nspecies; s++) {
     ImplicitSpecies *is = &im->s[s];
     double           vs = 0;
@@ -1028,9 +1019,8 @@ static PetscErrorCode ImplicitGetState(MPMIntegrator integ, PetscInt *n, double 
 
   PetscFunctionBeginUser;
   for (int k = 0; k < NSTAT; k++) state[k] = im->st.total[k];
-  state[NSTAT]     = im->dt_cap < PETSC_INFINITY ? im->dt_cap : -1.0;
-  state[NSTAT + 1] = im->dt_ref;
-  *n               = NSTAT + 2;
+  MPMStepControlGetState(&im->sc, state + NSTAT);
+  *n = NSTAT + 2;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -1041,8 +1031,7 @@ static PetscErrorCode ImplicitSetState(MPMIntegrator integ, PetscInt n, const do
   PetscFunctionBeginUser;
   PetscCheck(n == NSTAT + 1 || n == NSTAT + 2, PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "the checkpoint's implicit integrator state has %" PetscInt_FMT " values, expected %d", n, NSTAT + 2);
   for (int k = 0; k < NSTAT; k++) im->st.total[k] = state[k];
-  im->dt_cap = state[NSTAT] > 0 ? state[NSTAT] : PETSC_INFINITY;
-  im->dt_ref = n > NSTAT + 1 ? state[NSTAT + 1] : 0.0; /* checkpoints before dt_ref: no floor until the next failure */
+  MPMStepControlSetState(&im->sc, state + NSTAT, n > NSTAT + 1 ? PETSC_TRUE : PETSC_FALSE);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

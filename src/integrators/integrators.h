@@ -95,6 +95,22 @@ typedef struct {
 PetscErrorCode MPMHeldPICOptions(PetscOptionItems *PetscOptionsObject, MPMHeldPIC *h);
 PetscErrorCode MPMHeldPICCheck(MPMSim sim, const MPMHeldPIC *h);
 
+/* The step control of the implicit integrators: a failed solve halves dt,
+ * at most max_halvings times in a row and not below dt_ref / 2^max_halvings
+ * (dt_ref: the step before the first halving of a run of capped steps);
+ * after a halving the step grows back from the one that worked, x2 per
+ * step.  dt_cap and dt_ref go into the checkpoint (restarts bit for bit). */
+typedef struct {
+  PetscInt max_halvings, halvings;
+  double   dt_cap, dt_ref;
+} MPMStepControl;
+void      MPMStepControlInit(MPMStepControl *sc, PetscInt max_halvings);
+PetscBool MPMStepControlFail(MPMStepControl *sc, double dt);   /* a failed step of size dt: PETSC_FALSE when no halving is left */
+PetscInt  MPMStepControlAccept(MPMStepControl *sc, double dt); /* a step that worked: returns the halvings it took */
+double    MPMStepControlDt(const MPMStepControl *sc, double dt); /* dt capped */
+void      MPMStepControlGetState(const MPMStepControl *sc, double *state); /* 2 values */
+void      MPMStepControlSetState(MPMStepControl *sc, const double *state, PetscBool has_ref);
+
 /* Mark a solver's viewer options (-<prefix>ksp_converged_reason, ...), read
  * when its solve ends, as known to the run's check for unused options. */
 PetscErrorCode MPMIntegratorMarkLazyOptions(const char *prefix);

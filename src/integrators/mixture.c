@@ -48,8 +48,7 @@ static PetscErrorCode MixtureOptions(MPMIntegrator integ, MPMSim sim)
   mx->cfl_elastic = 0.5;
   mx->buoyancy    = PETSC_TRUE;
   mx->f_n         = -1;
-  mx->max_halvings = 6;
-  mx->dt_cap       = PETSC_INFINITY;
+  MPMStepControlInit(&mx->sc, 6);
   PetscOptionsBegin(sim->comm, integ->prefix, "Sand-water mixture integrator", NULL);
   PetscCall(MPMOptionsReal("-hydraulic_conductivity", "k_hat of the sand: Darcy's q = k_hat i [m/s]", NULL, mx->k_hat, &mx->k_hat, NULL));
   PetscCall(MPMOptionsReal("-grain_density", "Density of the sand grains: porosity n = 1 - (sand mass per volume)/grain_density [kg/m^3]", NULL, mx->rho_grain, &mx->rho_grain, NULL));
@@ -62,7 +61,7 @@ static PetscErrorCode MixtureOptions(MPMIntegrator integ, MPMSim sim)
   PetscCall(PetscOptionsEList("-pmat",
                               "-mixture_stress implicit, the preconditioner: blocks (matrix-free: per node and direction the exact 2x2 block of M + dt D + diag(dt^2 K), PCSHELL) or assembled (M + dt D + dt^2 K assembled without the porosity chain's coupling; PCGAMG by default, or -mixture_pc_type cholesky, ...)",
                               NULL, PmatNames, 2, PmatNames[mx->pmat], &mx->pmat, NULL));
-  PetscCall(PetscOptionsInt("-max_halvings", "-mixture_stress implicit: halve dt at most this many times in a row when the solve fails, then stop with an error", NULL, mx->max_halvings, &mx->max_halvings, NULL));
+  PetscCall(PetscOptionsInt("-max_halvings", "-mixture_stress implicit: halve dt at most this many times in a row when the solve fails, then stop with an error", NULL, mx->sc.max_halvings, &mx->sc.max_halvings, NULL));
   PetscCall(PetscOptionsBool("-check_operator", "-mixture_stress implicit: every step, print the operator's symmetry |y'Ax - x'Ay| / |x'Ay| and smallest Rayleigh quotient on random vectors (tests)", NULL, mx->check_operator, &mx->check_operator, NULL));
   PetscOptionsEnd();
   PetscOptionsBegin(sim->comm, NULL, "Sand-water mixture integrator: transfer and elastic step", NULL);
@@ -80,7 +79,7 @@ static PetscErrorCode MixtureCheck(MPMIntegrator integ, MPMSim sim)
   PetscCheck(mx->k_hat > 0, sim->comm, PETSC_ERR_USER_INPUT, "-mixture_hydraulic_conductivity must be > 0 m/s, got %g", mx->k_hat);
   PetscCheck(mx->rho_grain > 0, sim->comm, PETSC_ERR_USER_INPUT, "-mixture_grain_density must be > 0 kg/m^3, got %g", mx->rho_grain);
   PetscCheck(mx->cfl_elastic > 0 && mx->cfl_elastic <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-cfl_elastic must be in (0, 1], got %g", mx->cfl_elastic);
-  PetscCheck(mx->max_halvings >= 0 && mx->max_halvings <= 30, sim->comm, PETSC_ERR_USER_INPUT, "-mixture_max_halvings must be in [0, 30], got %" PetscInt_FMT, mx->max_halvings);
+  PetscCheck(mx->sc.max_halvings >= 0 && mx->sc.max_halvings <= 30, sim->comm, PETSC_ERR_USER_INPUT, "-mixture_max_halvings must be in [0, 30], got %" PetscInt_FMT, mx->sc.max_halvings);
   PetscCheck(mx->transfer == MPM_TRANSFER_APIC, sim->comm, PETSC_ERR_USER_INPUT, "-integrator mixture transfers with APIC (the seed's choice); -transfer %s is not supported, allowed: apic",
              MPMTransferNames[mx->transfer]);
   for (PetscInt m = 0; m < sim->species[0]->nmat; m++) {
@@ -195,7 +194,7 @@ static double MixtureStableDt(MPMIntegrator integ, const MPMSim sim, double vmax
   const Mixture *mx = (const Mixture *)integ->data;
   if (mx->stress == MIXTURE_STRESS_EXPLICIT || sim->dt_fixed > 0) return MPMIntegratorExplicitDt(sim, mx->fields, mx->wave_speed, mx->cfl_elastic, vmax);
   /* implicit: CFL on the particles, the user's maximum, the cap after a failed solve */
-  double dt = PetscMin(sim->dt_max, mx->dt_cap);
+  double dt = MPMStepControlDt(&mx->sc, sim->dt_max);
   if (vmax > 0) dt = PetscMin(dt, sim->cfl * sim->layout.h / vmax);
   return dt;
 }
@@ -289,20 +288,16 @@ static PetscErrorCode ImplicitGridUpdate(MPMIntegrator integ, Mixture *mx, MPMSi
   PetscCall(MixtureSystemSolve(mx, sim, dt, &reason));
   *rejected = reason < 0 ? PETSC_TRUE : PETSC_FALSE;
   if (reason < 0) {
-    mx->halvings++;
+    const PetscBool retry = MPMStepControlFail(&mx->sc, dt);
     mx->st.total[MIXTURE_STAT_HALVINGS] += 1;
-    if (mx->halvings == 1 && (!(mx->dt_cap < PETSC_INFINITY) || mx->dt_cap >= mx->dt_ref)) mx->dt_ref = dt;
-    PetscCheck(mx->halvings <= mx->max_halvings && 0.5 * dt >= ldexp(mx->dt_ref, -(int)mx->max_halvings), sim->comm, PETSC_ERR_NOT_CONVERGED,
+    PetscCheck(retry, sim->comm, PETSC_ERR_NOT_CONVERGED,
                "Mixture solve failed at t = %g s (step %" PetscInt_FMT ", dt = %g s, %" PetscInt_FMT " halvings in a row; SNES: %s): lower -dt_max or -cfl, or raise -mixture_snes_max_it, -mixture_ksp_max_it or -mixture_max_halvings",
-               sim->t, sim->step + 1, dt, mx->halvings - 1, SNESConvergedReasons[reason]);
+               sim->t, sim->step + 1, dt, mx->sc.halvings - 1, SNESConvergedReasons[reason]);
     PetscCall(PetscPrintf(sim->comm, "step %" PetscInt_FMT ": mixture solve failed (%s), retrying with dt = %g s\n", sim->step + 1, SNESConvergedReasons[reason], 0.5 * dt));
     integ->rejected = PETSC_TRUE;
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  mx->st.value[MIXTURE_STAT_HALVINGS] = (double)mx->halvings;
-  if (mx->halvings) mx->dt_cap = dt;
-  else if (mx->dt_cap < PETSC_INFINITY) mx->dt_cap *= 2;
-  mx->halvings = 0;
+  mx->st.value[MIXTURE_STAT_HALVINGS] = (double)MPMStepControlAccept(&mx->sc, dt);
   { /* dt against the explicit step's elastic limit (the water's sound speed) */
     const double dte = mx->cfl_elastic * sim->layout.h / mx->wave_speed;
     double       stiff = 1, r;
@@ -385,9 +380,8 @@ static PetscErrorCode MixtureGetState(MPMIntegrator integ, PetscInt *n, double *
   *n = 0; /* explicit stresses: nothing */
   if (mx->stress == MIXTURE_STRESS_EXPLICIT) PetscFunctionReturn(PETSC_SUCCESS);
   for (int k = 0; k < MIXTURE_NSTAT; k++) state[k] = mx->st.total[k];
-  state[MIXTURE_NSTAT]     = mx->dt_cap < PETSC_INFINITY ? mx->dt_cap : -1.0;
-  state[MIXTURE_NSTAT + 1] = mx->dt_ref;
-  *n                       = MIXTURE_NSTAT + 2;
+  MPMStepControlGetState(&mx->sc, state + MIXTURE_NSTAT);
+  *n = MIXTURE_NSTAT + 2;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -398,8 +392,7 @@ static PetscErrorCode MixtureSetState(MPMIntegrator integ, PetscInt n, const dou
   PetscFunctionBeginUser;
   PetscCheck(n == MIXTURE_NSTAT + 2, PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "the checkpoint's mixture integrator state has %" PetscInt_FMT " values, expected %d", n, MIXTURE_NSTAT + 2);
   for (int k = 0; k < MIXTURE_NSTAT; k++) mx->st.total[k] = state[k];
-  mx->dt_cap = state[MIXTURE_NSTAT] > 0 ? state[MIXTURE_NSTAT] : PETSC_INFINITY;
-  mx->dt_ref = state[MIXTURE_NSTAT + 1];
+  MPMStepControlSetState(&mx->sc, state + MIXTURE_NSTAT, PETSC_TRUE);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -70,8 +70,7 @@ typedef struct {
   PetscInt        f_sat;     /* the sand particles' field "saturation" (drucker_prager.c) */
   PetscInt        nVp;
   /* implicit stresses: the step control and statistics */
-  PetscInt        max_halvings, halvings;
-  double          dt_cap, dt_ref;
+  MPMStepControl  sc;
   MPMStepStats    st;
   MixtureSystem   sys;
 } Mixture;

@@ -280,9 +280,13 @@ static PetscErrorCode Forces(MixtureSystem *sys, MPMSim sim, Mixture *mx, Vec X,
   PetscFunctionBeginUser;
   *bad = PETSC_FALSE;
   PetscCall(Project(sys, d, X, PETSC_TRUE));
-  PetscCall(Gradients(sys, sim, 0, sys->As));
-  SandStresses(sys, sim, mx, linearize, bad);
-  if (rest) PetscCall(PetscArrayzero(sys->As, ns * d * d)); /* fW0: the water's part only */
+  if (rest) { /* fW0: the water's part only, at b = 0 */
+    PetscCall(PetscArrayzero(sys->As, ns * d * d));
+    PetscCall(PetscArrayzero(sys->bs, ns));
+  } else {
+    PetscCall(Gradients(sys, sim, 0, sys->As));
+    SandStresses(sys, sim, mx, linearize, bad);
+  }
   if (sys->coupled) PetscCall(PorosityChange(mx, sim, PETSC_TRUE));
   PetscCall(Gradients(sys, sim, 1, sys->Aw));
   WaterStresses(sys, sim, mx, linearize, rest, bad);
