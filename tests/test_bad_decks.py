@@ -85,6 +85,7 @@ CASES = [
     (["-output_dt", "0"], "-output_dt must be > 0"),
     (["-sand_youngs_modulus_typo", "1e6"], "Unknown option -sand_youngs_modulus_typo"),
     (["-objects", "box1", "-box1_shape", "sphere", "-box1_center", "0.3,0.1", "-box1_radius", "-1"], "-box1_radius must be > 0"),
+    (["-objects", "box1", "-box1_shape", "sphere", "-box1_center", "0.3,0.1", "-box1_radius", "0.05", "-box1_species", "sand"], "-box1_species sand: no such species in this run; allowed: all, default"),
     (["-emitters", "e", "-e_center", "0.3,0.2", "-e_direction", "0,-1", "-e_speed", "0", "-e_radius", "0.01"], "-e_speed must be > 0"),
     # non-finite and empty values, output directories, runs that could never finish
     (["-sand_density", "inf"], "-sand_density must be a finite number"),

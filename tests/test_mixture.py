@@ -26,7 +26,17 @@ docs/design/mixture.md, docs/validation.md "Sand-water mixture").
    tabulated Tv >= 0.05, and the final settlement within 1 %.  At
    Tv = 0.01 (the drained layer is 1 cm, two cells, and the plate's weight
    arrives as a wave) the measured U is reported, not asserted.
-6. Rank invariance at 1, 2 and 3 ranks (free fall, both species by id
+6. Quick condition (inputs/verification/quick_condition.yaml: water
+   driven up through a sand layer on a screen with specific discharge q,
+   i = q / k_hat): below i_c the specific discharge in the layer is q
+   within 2 %;
+   the sand's mean effective stress grows with depth at a rate that falls
+   linearly with i (the seepage force i rho_w g per volume); its zero,
+   extrapolated from i = 0.5 and 0.75, is i_c = (1 - n)(rho_s/rho_w - 1)
+   = 0.99 within 5 % (reference data s. 7); at i = 1.2 i_c the gradient is
+   gone (below 3 % of the one at i = 0.5); no particle lost (seeded plus
+   emitted).
+7. Rank invariance at 1, 2 and 3 ranks (free fall, both species by id
    within 1e-9 relative) and a restart bit for bit at 2 ranks (both
    species from the checkpoint).
 """
@@ -127,7 +137,37 @@ print("  Terzaghi: Tv %s\n            U  %s\n  reference U  %s" % (TV, np.round(
 c.within("Terzaghi: max |U - U_Terzaghi| at Tv = 0.05 ... 2", np.abs(U - U_REF)[1:].max(), 0.0, 0.03)
 c.close("Terzaghi: final settlement / (q0 z / M)", settle[-1] / s_inf, 1.0, rtol=0.01)
 
-# 6. rank invariance and restart
+# 6. quick condition
+def quick(i):
+    q = i * 1.0e-2
+    o = T.outdir("mixture_quick_%g" % i)
+    T.run_deck("verification/quick_condition.yaml", 1, o, "-inlet_velocity", "0,%r" % (q / 0.4), "-water_in_speed", repr(q / 0.4))
+    grads, qs = [], []
+    for f in T.mpmio.frame_files(o):
+        s, w = T.mpmio.read_frame(f, ["position", "velocity", "pressure"]), T.mpmio.read_frame(f, ["position", "velocity"], species="water")
+        if s["t"] < 0.2:  # the inflow's start-up
+            continue
+        ys, yw = s["position"][:, 1], w["position"][:, 1]
+        ms, mw = (ys > 0.02) & (ys < 0.08), (yw > 0.02) & (yw < 0.08)  # inside the layer (0 to 0.1 m)
+        grads.append(-np.polyfit(ys[ms], s["pressure"][ms], 1)[0])
+        qs.append(0.4 * (w["velocity"][mw, 1].mean() - s["velocity"][ms, 1].mean()))
+    last = T.mpmio.read_frame(T.mpmio.frame_files(o)[-1], ["id"]), T.mpmio.read_frame(T.mpmio.frame_files(o)[-1], ["id"], species="water")
+    return np.mean(grads), np.mean(qs), len(last[0]["id"]) + len(last[1]["id"]), q
+
+
+IC = (1 - 0.4) * (2650 / RHO_W - 1)
+quick_runs = {i: quick(i) for i in (0.5, 0.75, 1.2 * IC)}
+for i, (g, q, count, q_set) in quick_runs.items():
+    if i < IC:  # above it the layer goes quick: the sand rises with the water, whatever pushes it in
+        c.close("quick condition, i = %.3g: specific discharge n (v_w - v_s) in the layer [m/s] against q" % i, q, q_set, rtol=0.02)
+    c.true("quick condition, i = %.3g: 728 seeded + 8 per inflow layer released, none lost" % i,
+           count - 728 == 8 * (int(np.floor(0.5 * q_set / 0.4 / 2.5e-3 + 1e-9)) + 1), "%d particles" % count)
+(g1, *_), (g2, *_), (g3, *_) = (quick_runs[i] for i in (0.5, 0.75, 1.2 * IC))
+print("  quick condition: effective stress gradient %.0f / %.0f / %.0f Pa/m at i = 0.5 / 0.75 / %.3g" % (g1, g2, g3, 1.2 * IC))
+c.close("quick condition: i_c, the zero of the effective stress gradient against i, against (1 - n)(rho_s/rho_w - 1)", 0.75 + 0.25 * g2 / (g1 - g2), IC, rtol=0.05)
+c.within("quick condition: at i = 1.2 i_c the effective stress gradient / the one at i = 0.5", g3 / g1, 0.0, 0.03)
+
+# 7. rank invariance and restart
 res = {}
 for n in (1, 2, 3):
     o = T.outdir("mixture_ranks_%d" % n)

@@ -30,6 +30,7 @@ static PetscErrorCode WallsSetUp(MPMSim sim, MPMColliders c)
     PetscCall(PetscSNPrintf(opt, sizeof(opt), "-bc_%s_friction", FaceNames[f]));
     PetscCall(MPMOptionsReal(opt, "Coulomb friction coefficient of this face [-]", NULL, w->friction, &w->friction, NULL));
     PetscCheck(w->friction >= 0, sim->comm, PETSC_ERR_USER_INPUT, "%s must be >= 0, got %g", opt, w->friction);
+    w->species = -1;
     PetscCall(PetscMemzero(&w->ps, sizeof(w->ps)));
     w->ps.shape.dim        = (int)d;
     w->ps.shape.type       = MPM_SHAPE_HALF_SPACE;
@@ -39,6 +40,30 @@ static PetscErrorCode WallsSetUp(MPMSim sim, MPMColliders c)
     MPMPlacedShapeAtTime(&w->ps, d, 0.0);
   }
   PetscOptionsEnd();
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* -<name>_species: "all", or the one species the object acts on.  A
+ * screen that holds the sand and lets the water through (the porous floor
+ * of a seepage test) is -<name>_species sand. */
+static PetscErrorCode ObjectSpecies(MPMSim sim, MPMCollider *o, const char *prefix, PetscOptionItems *PetscOptionsObject)
+{
+  char      sp[MPM_NAME_LEN] = "all", allowed[MPM_NAME_LEN * 4] = "all";
+  PetscBool set;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscOptionsString("-species", "Species the object acts on: all, or one species' name (sand or water with -integrator mixture)", NULL, sp, sp, sizeof(sp), &set));
+  o->species = -1;
+  for (PetscInt s = 0; s < sim->nspecies; s++) {
+    PetscBool match;
+    PetscCall(PetscStrcmp(sp, sim->species[s]->name, &match));
+    if (match) o->species = s;
+    PetscCall(PetscStrlcat(allowed, ", ", sizeof(allowed)));
+    PetscCall(PetscStrlcat(allowed, sim->species[s]->name, sizeof(allowed)));
+  }
+  PetscBool all;
+  PetscCall(PetscStrcmp(sp, "all", &all));
+  PetscCheck(all || o->species >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sspecies %s: no such species in this run; allowed: %s", prefix, sp, allowed);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -57,6 +82,7 @@ static PetscErrorCode ObjectSetUp(MPMSim sim, MPMCollider *o, const char *name)
   PetscOptionsBegin(sim->comm, prefix, title, NULL);
   PetscCall(MPMOptionsEList("-mode", "Collision type", NULL, BCNames, 3, BCNames[mode], &mode, NULL));
   PetscCall(MPMOptionsReal("-friction", "Coulomb friction coefficient [-]", NULL, o->friction, &o->friction, NULL));
+  PetscCall(ObjectSpecies(sim, o, prefix, PetscOptionsObject));
   PetscOptionsEnd();
   PetscCheck(o->friction >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sfriction must be >= 0, got %g", prefix, o->friction);
   o->mode = (MPMBCMode)mode;
@@ -103,19 +129,19 @@ void MPMCollidersAtTime(MPMColliders c, double t)
   for (PetscInt o = c->nwalls; o < c->nobj; o++) MPMPlacedShapeAtTime(&c->obj[o].ps, c->dim, t);
 }
 
-/* Collide one grid node (position x, mass m, velocity v after forces) with
- * every object in turn, and book the impulse each object took: the node's
+/* Collide one grid node of species `species` (position x, mass m, velocity
+ * v after forces) with every object that acts on it in turn, and book the impulse each object took: the node's
  * momentum change reversed, -m dv, and its moment about the object's centre.
  * Returns the strongest MPMContact over the objects (held by friction
  * wins). */
-MPMContact MPMCollidersApply(MPMColliders c, const double *x, double m, double dt, double *v)
+MPMContact MPMCollidersApply(MPMColliders c, PetscInt species, const double *x, double m, double dt, double *v)
 {
   const PetscInt d       = c->dim;
   MPMContact     contact = MPM_CONTACT_NONE;
   for (PetscInt o = 0; o < c->nobj; o++) {
     const MPMCollider *obj = &c->obj[o];
     double             n[3], vb[3], before[3], J[3] = {0, 0, 0}, r[3] = {0, 0, 0};
-    if (obj->mode == MPM_BC_NONE) continue;
+    if (obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
     const double phi = MPMPlacedShapeEval(&obj->ps, d, x, n, vb);
     for (PetscInt a = 0; a < d; a++) before[a] = v[a];
     const MPMContact acted = mpm_collide_node((int)d, obj->mode, obj->friction, phi, n, vb, dt, c->tol, v);
@@ -140,14 +166,14 @@ MPMContact MPMCollidersApply(MPMColliders c, const double *x, double m, double d
  * trial velocities), and return in Pi (dim x dim) the linear part of the
  * projection at v: 0 where a sticky object holds the node, I - n n^T per
  * object that removed a normal component, I where nothing acted. */
-void MPMCollidersProject(MPMColliders c, const double *x, double dt, double *v, double *Pi)
+void MPMCollidersProject(MPMColliders c, PetscInt species, const double *x, double dt, double *v, double *Pi)
 {
   const PetscInt d = c->dim;
   for (PetscInt a = 0; a < d * d; a++) Pi[a] = (a % (d + 1) == 0) ? 1.0 : 0.0;
   for (PetscInt o = 0; o < c->nobj; o++) {
     const MPMCollider *obj = &c->obj[o];
     double             n[3], vb[3], Q[9];
-    if (obj->mode == MPM_BC_NONE) continue;
+    if (obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
     const double     phi   = MPMPlacedShapeEval(&obj->ps, d, x, n, vb);
     const MPMContact acted = mpm_collide_node((int)d, obj->mode, 0.0, phi, n, vb, dt, c->tol, v);
     if (acted == MPM_CONTACT_NONE) continue;

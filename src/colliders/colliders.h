@@ -12,6 +12,7 @@ typedef struct {
   MPMPlacedShape ps;
   MPMBCMode      mode;
   double         friction; /* Coulomb coefficient */
+  PetscInt       species;  /* the species it acts on (index into sim->species), -1: every species */
 } MPMCollider;
 
 struct _p_MPMColliders {
@@ -30,8 +31,8 @@ struct _p_MPMColliders {
 PetscErrorCode MPMCollidersCreate(MPMSim sim);
 PetscErrorCode MPMCollidersDestroy(MPMColliders *c);
 void           MPMCollidersAtTime(MPMColliders c, double t);
-MPMContact     MPMCollidersApply(MPMColliders c, const double *x, double m, double dt, double *v);
-void           MPMCollidersProject(MPMColliders c, const double *x, double dt, double *v, double *Pi);
+MPMContact     MPMCollidersApply(MPMColliders c, PetscInt species, const double *x, double m, double dt, double *v);
+void           MPMCollidersProject(MPMColliders c, PetscInt species, const double *x, double dt, double *v, double *Pi);
 void           MPMCollidersAdvance(MPMColliders c, double dt);
 PetscBool      MPMColliderReported(const MPMCollider *o);
 PetscErrorCode MPMCollidersReport(MPMColliders c, MPI_Comm comm, double *ft);

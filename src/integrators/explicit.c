@@ -124,7 +124,7 @@ static PetscErrorCode GridUpdate(const Explicit *ex, MPMSim sim, MPMGridField *g
           v[c] = (node[1 + c] + (flip ? node[1 + d + c] : 0.0)) / m + dt * gs * sim->gravity[c];
           if (flip) node[1 + d + c] = node[1 + c] / m; /* v^n, before forces */
         }
-        const int held = MPMCollidersApply(sim->colliders, x, m, dt, v) == MPM_CONTACT_HELD;
+        const int held = MPMCollidersApply(sim->colliders, 0, x, m, dt, v) == MPM_CONTACT_HELD;
         for (PetscInt c = 0; c < d; c++) node[1 + c] = v[c];
         node[0] = held && ex->held.on ? 1.0 : 0.0; /* the mass is spent: slot 0 tells G2P where friction holds */
       }

@@ -860,7 +860,7 @@ static PetscErrorCode Predict(const Implicit *im, ImplicitSpecies *is, double dt
     }
     /* the contact set of the predictor; the projection is affine in v for a fixed set: c = Pi(u) - Pi u */
     MPMLayoutOwnedNodeX(&sim->layout, n, pos);
-    MPMCollidersProject(sim->colliders, pos, dt, u, Pi);
+    MPMCollidersProject(sim->colliders, 0, pos, dt, u, Pi);
     mpm_matvec(d, Pi, w, cn);
     for (int c = 0; c < d; c++) cn[c] = u[c] - cn[c];
   }
@@ -900,7 +900,7 @@ static PetscErrorCode Finish(const Implicit *im, ImplicitSpecies *is)
       if (dof > 1 + d) node[1 + d + c] = node[1 + c]; /* FLIP: v^n */
     }
     MPMLayoutOwnedNodeX(&sim->layout, n, pos);
-    const int held = MPMCollidersApply(sim->colliders, pos, m, is->dt, v) == MPM_CONTACT_HELD;
+    const int held = MPMCollidersApply(sim->colliders, 0, pos, m, is->dt, v) == MPM_CONTACT_HELD;
     for (int c = 0; c < d; c++) node[1 + c] = v[c];
     node[0] = held && im->held.on ? 1.0 : 0.0;
   }

@@ -261,8 +261,8 @@ static PetscErrorCode GridUpdate(const Mixture *mx, MPMSim sim, double dt)
         }
         CoupledVelocities(mx, d, n, dt, gdt, ms, ns + 1, ns + 1 + d, mw, nw + 1, nw + 1 + d, vs, vw);
         for (int c = 0; c < d; c++) x[c] = l->box.origin[c] + l->h * idx[c];
-        if (ms > 0) (void)MPMCollidersApply(sim->colliders, x, ms, dt, vs);
-        if (mw > 0) (void)MPMCollidersApply(sim->colliders, x, mw, dt, vw);
+        if (ms > 0) (void)MPMCollidersApply(sim->colliders, 0, x, ms, dt, vs);
+        if (mw > 0) (void)MPMCollidersApply(sim->colliders, 1, x, mw, dt, vw);
         for (int c = 0; c < dof; c++) ns[c] = nw[c] = 0;
         for (int c = 0; c < d; c++) {
           ns[1 + c] = vs[c];

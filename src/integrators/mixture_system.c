@@ -858,7 +858,7 @@ static PetscErrorCode Prepare(Mixture *mx, MPMSim sim, double dt)
         continue;
       }
       for (int a = 0; a < d; a++) u[a] = xv[a];
-      MPMCollidersProject(sim->colliders, pos, dt, u, Pi); /* affine in x for the fixed set: c = Pi(x) - Pi x */
+      MPMCollidersProject(sim->colliders, s, pos, dt, u, Pi); /* affine in x for the fixed set: c = Pi(x) - Pi x */
       mpm_matvec(d, Pi, xv, c);
       for (int a = 0; a < d; a++) c[a] = u[a] - c[a];
     }
@@ -904,7 +904,7 @@ static PetscErrorCode Finish(Mixture *mx, MPMSim sim, PetscBool *bad)
       mpm_matvec(d, Pi, us, pu);
       mpm_matvec(d, Pi, t, pt);
       for (int a = 0; a < d; a++) v[s][a] = pu[a] + t[a] - pt[a];
-      (void)MPMCollidersApply(sim->colliders, pos, m, sys->dt, v[s]);
+      (void)MPMCollidersApply(sim->colliders, s, pos, m, sys->dt, v[s]);
     }
     for (int s = 0; s < 2; s++) {
       double *node = g[s] + n * dof;
@@ -946,7 +946,7 @@ static PetscErrorCode GrowContactSet(Mixture *mx, MPMSim sim, PetscBool *changed
       if (!free) continue; /* in the set already, or without mass (Pi = 0) */
       for (int a = 0; a < d; a++) u[a] = xv[a];
       MPMLayoutOwnedNodeX(&sim->layout, n, pos);
-      MPMCollidersProject(sim->colliders, pos, sys->dt, u, P2);
+      MPMCollidersProject(sim->colliders, s, pos, sys->dt, u, P2);
       for (int a = 0; a < d; a++) moved = moved || u[a] != xv[a];
       if (!moved) continue;
       for (int k = 0; k < d * d; k++) Pi[k] = P2[k];
