@@ -26,7 +26,7 @@ import subprocess
 import mpmtest as T
 
 SEED = int(os.environ.get("MPM_FUZZ_SEED", "20261123"))
-PER_DECK = int(os.environ.get("MPM_FUZZ_PER_DECK", "8"))
+PER_DECK = int(os.environ.get("MPM_FUZZ_PER_DECK", "7"))
 TIMEOUT = 60
 VALUES = ["0", "-1", "1e300", "1e-300", "nan", "inf", "", "abc", "1,2,3,4", "-", "0.5", "true"]
 LINE = re.compile(rb"^(\s*)([A-Za-z_][A-Za-z0-9_]*):(.*)$")

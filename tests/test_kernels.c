@@ -1619,6 +1619,64 @@ static void test_trial_elastic(int dim, const char *nm, TrialFn trial, StressFn 
   CHECK(err, 0, 1e-6, "trial P %dD %s: dP = finite difference (4 deformations x 3 directions)", d, nm);
 }
 
+/* The unilateral energy (Tampubolon et al. 2017, s. 3.1.1): h = 1 in region
+ * A and 0 in C exactly; its gradient and Hessian against central
+ * differences in region B; psi h's trial stress is the derivative of its
+ * energy and its linearization that of the stress (finite differences). */
+static void test_unilateral(int dim)
+{
+  const int           d = dim;
+  const MPMUnilateral U = {-0.1, 0.1, 1.1, 0.02};
+  double              mu, lambda, eA[3], eC[3], eg = 0, eh = 0, eP = 0, edP = 0;
+  mpm_lame(E_SAND, NU_SAND, &mu, &lambda);
+  for (int k = 0; k < d; k++) eA[k] = -0.2, eC[k] = 0.2;
+  CHECK(mpm_unilateral_multiplier(d, &U, eA, NULL, NULL), 1.0, 0, "unilateral %dD: h = 1 in region A (hydrostatic compression 0.2)", d);
+  CHECK(mpm_unilateral_multiplier(d, &U, eC, NULL, NULL), 0.0, 0, "unilateral %dD: h = 0 in region C (hydrostatic expansion 0.2)", d);
+  for (int n = 0; n < 20; n++) {
+    double e[3], g[3], H[9];
+    const double step = 1e-6;
+    for (int k = 0; k < d; k++) e[k] = urange(-0.06, 0.06);
+    mpm_unilateral_multiplier(d, &U, e, g, H);
+    for (int l = 0; l < d; l++) {
+      double ep[3], em[3], gp[3], gm[3];
+      for (int k = 0; k < d; k++) ep[k] = em[k] = e[k];
+      ep[l] += step, em[l] -= step;
+      const double hp = mpm_unilateral_multiplier(d, &U, ep, gp, NULL), hm = mpm_unilateral_multiplier(d, &U, em, gm, NULL);
+      eg = fmax(eg, fabs((hp - hm) / (2 * step) - g[l]) / (maxabs(d, g) + 1e-3));
+      for (int k = 0; k < d; k++) eh = fmax(eh, fabs((gp[k] - gm[k]) / (2 * step) - H[k * d + l]) / (maxabs(d * d, H) + 1e-3));
+    }
+  }
+  CHECK(eg, 0, 1e-7, "unilateral %dD: dh/deps = finite difference (20 strains in region B)", d);
+  CHECK(eh, 0, 1e-6, "unilateral %dD: d2h/deps2 = finite difference of dh/deps", d);
+  for (int n = 0; n < 6; n++) {
+    double R1[9], R2[9], st[3], F[9], P[9], dF[9], dP[9], Pp[9], Pm[9], fdP[9], fdE[9];
+    const double        step = 1e-6;
+    MPMIsoLinearization lin, tmp;
+    random_rotation(d, R1);
+    random_rotation(d, R2);
+    for (int k = 0; k < d; k++) st[k] = urange(0.95, 1.05);
+    rot_diag_rot(d, R1, st, R2, F);
+    mpm_hencky_unilateral_trial_piola(d, mu, lambda, &U, F, P, &lin);
+    for (int i = 0; i < d * d; i++) {
+      double Fp[9], Fm[9];
+      for (int j = 0; j < d * d; j++) Fp[j] = Fm[j] = F[j];
+      Fp[i] += step, Fm[i] -= step;
+      fdE[i] = (mpm_hencky_unilateral_energy(d, mu, lambda, &U, Fp) - mpm_hencky_unilateral_energy(d, mu, lambda, &U, Fm)) / (2 * step);
+    }
+    eP = fmax(eP, maxdiff(d * d, P, fdE) / maxabs(d * d, fdE));
+    for (int i = 0; i < d * d; i++) dF[i] = urange(-1, 1);
+    double Fp[9], Fm[9];
+    for (int i = 0; i < d * d; i++) Fp[i] = F[i] + step * dF[i], Fm[i] = F[i] - step * dF[i];
+    mpm_hencky_unilateral_trial_piola(d, mu, lambda, &U, Fp, Pp, &tmp);
+    mpm_hencky_unilateral_trial_piola(d, mu, lambda, &U, Fm, Pm, &tmp);
+    for (int i = 0; i < d * d; i++) fdP[i] = (Pp[i] - Pm[i]) / (2 * step);
+    mpm_iso_dpiola(&lin, dF, dP);
+    edP = fmax(edP, maxdiff(d * d, dP, fdP) / maxabs(d * d, fdP));
+  }
+  CHECK(eP, 0, 1e-6, "unilateral %dD: trial P = d(psi h)/dF (finite difference, 6 deformations)", d);
+  CHECK(edP, 0, 1e-5, "unilateral %dD: dP = finite difference of P", d);
+}
+
 /* The implicit operators of transfer.c: the gradient of an affine grid
  * velocity is its matrix; the divergence of -dt V0 tau equals P2G's force;
  * the diagonal equals the operator applied to unit node velocities. */
@@ -2161,6 +2219,7 @@ int main(void)
   for (int dim = 2; dim <= 3; dim++) {
     test_trial_elastic(dim, "hencky", mpm_hencky_trial_piola, mpm_hencky_stress);
     test_trial_elastic(dim, "neohookean", mpm_neohookean_trial_piola, mpm_neohookean_stress);
+    test_unilateral(dim);
     test_assembled_blocks(dim);
   }
 

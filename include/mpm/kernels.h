@@ -241,6 +241,20 @@ MPMPlasticCase mpm_dp_trial_piola(const MPMDruckerPragerParams *p, double alpha,
  * compressible neo-Hookean. */
 void mpm_hencky_trial_piola(int dim, double mu, double lambda, const double *F, double *P, MPMIsoLinearization *lin);
 void mpm_neohookean_trial_piola(int dim, double mu, double lambda, const double *F, double *P, MPMIsoLinearization *lin);
+/* The unilateral energy of Tampubolon et al. 2017 (s. 3.1.1, eqs. 7-10):
+ * Hencky's psi(eps) times a multiplier h(eps) that is 1 in the region A
+ * (u + f < a + shift), 0 in C (u + f > b + shift) and C2 between, with
+ * u = eps.o the strain along the hydrostatic axis o, v = |eps - u o|,
+ * f = c0 v^4 / (1 + v^3).  eps are principal log strains (tension > 0). */
+typedef struct {
+  double a, b, c0, shift; /* [-] log strain, b > a */
+} MPMUnilateral;
+/* h(eps); its gradient dh/deps (dim values) and Hessian (dim x dim) if not NULL. */
+double mpm_unilateral_multiplier(int dim, const MPMUnilateral *U, const double *eps, double *grad, double *hess);
+/* psi h of the elastic deformation Fe, and the trial stress of psi h (as
+ * mpm_hencky_trial_piola). */
+double mpm_hencky_unilateral_energy(int dim, double mu, double lambda, const MPMUnilateral *U, const double *Fe);
+void   mpm_hencky_unilateral_trial_piola(int dim, double mu, double lambda, const MPMUnilateral *U, const double *F, double *P, MPMIsoLinearization *lin);
 /* dP = dP/dFhat : dF, the derivative of the stress linearized in lin (not
  * symmetric in general: plastic flow on the cone is non-associative). */
 void mpm_iso_dpiola(const MPMIsoLinearization *lin, const double *dF, double *dP);

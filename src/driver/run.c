@@ -80,6 +80,10 @@ static PetscErrorCode SpeciesSetUp(MPMSim sim)
       PetscCheck(!(solid->mat[m]->flags & MPM_MATERIAL_PORE), sim->comm, PETSC_ERR_USER_INPUT,
                  "-%s_porosity below 1 is pore water for -integrator mixture; with -integrator %s water fills its particles (leave -%s_porosity at 1)", solid->mat[m]->name,
                  sim->integ->type, solid->mat[m]->name);
+    for (PetscInt m = 0; m < solid->nmat; m++) /* the unilateral energy only shapes the lagged solve of a mixture */
+      PetscCheck(!(solid->mat[m]->flags & MPM_MATERIAL_UNILATERAL), sim->comm, PETSC_ERR_USER_INPUT,
+                 "-%s_unilateral shapes the elastic energy of -integrator mixture -mixture_stress implicit (plasticity lagged); -integrator %s does not use it", solid->mat[m]->name,
+                 sim->integ->type);
     for (PetscInt m = 0; m < solid->nmat; m++) /* nor saturation */
       PetscCheck(!(solid->mat[m]->flags & MPM_MATERIAL_WET), sim->comm, PETSC_ERR_USER_INPUT,
                  "-%s_wet_cohesion follows the water saturation of -integrator mixture; with -integrator %s there is no water in the pores (use -%s_cohesion)", solid->mat[m]->name,

@@ -84,6 +84,8 @@ static PetscErrorCode MixtureCheck(MPMIntegrator integ, MPMSim sim)
              MPMTransferNames[mx->transfer]);
   for (PetscInt m = 0; m < sim->species[0]->nmat; m++) {
     const MPMMaterial mat = sim->species[0]->mat[m];
+    PetscCheck(!(mat->flags & MPM_MATERIAL_UNILATERAL) || mx->stress == MIXTURE_STRESS_IMPLICIT, sim->comm, PETSC_ERR_USER_INPUT,
+               "-%s_unilateral shapes the elastic energy of the implicit solve; it needs -mixture_stress implicit (got explicit)", mat->name);
     PetscCheck(mat->density < mx->rho_grain, sim->comm, PETSC_ERR_USER_INPUT,
                "-%s_density %g kg/m^3 is the sand's dry bulk density and must be below -mixture_grain_density %g (the porosity would be negative)", mat->name, mat->density,
                mx->rho_grain);

@@ -6,6 +6,7 @@
  * isotropic function of Fhat: P = U diag(g(s)) V^T for Fhat = U diag(s) V^T.
  * Its derivative follows from g and dg/ds alone (the singular-value formula
  * of isotropic functions), which is what these kernels compute. */
+#include <stddef.h>
 #include <mpm/kernels.h>
 
 /* Fhat = U diag(s) V^T from the eigenvectors of Fhat Fhat^T: s = sqrt(eig),
@@ -107,6 +108,82 @@ void mpm_hencky_trial_piola(int d, double mu, double lambda, const double *F, do
     M[k * d + k] = 1.0;
   }
   hencky_linearization(d, mu, lambda, H, M, P, lin);
+}
+
+/* The smoothstep of eq. 9, hs(z) = 1 - 10 z^3 + 15 z^4 - 6 z^5 on [0, 1],
+ * and its first two derivatives (zero at both ends: h is C2). */
+static double unilateral_hs(double z, double *d1, double *d2)
+{
+  if (z <= 0 || z >= 1) {
+    *d1 = *d2 = 0;
+    return z <= 0 ? 1.0 : 0.0;
+  }
+  *d1 = -30.0 * z * z * (1 - z) * (1 - z);
+  *d2 = -60.0 * z * (1 - z) * (1 - 2 * z);
+  return 1 - z * z * z * (10 - 15 * z + 6 * z * z);
+}
+
+/* z = (u + f(v) - a - shift)/(b - a) with u = eps.o, w = eps - u o, v = |w|:
+ *   grad z = (o + k1 w)/(b - a),  k1 = f'(v)/v = c0 (4 v^2 + v^5)/(1 + v^3)^2,
+ *   hess z = (k1 (I - o o^T) + k2 w w^T)/(b - a),
+ *   k2 = (f'' - f'/v)/v^2 = c0 (8 - 11 v^3 - v^6)/(1 + v^3)^3,
+ * all smooth at v = 0 (no division by v). */
+double mpm_unilateral_multiplier(int d, const MPMUnilateral *U, const double *eps, double *grad, double *hess)
+{
+  const double o = 1.0 / sqrt((double)d), ba = U->b - U->a;
+  double       u = 0, w[3], v2 = 0, d1, d2;
+  for (int k = 0; k < d; k++) u += eps[k] * o;
+  for (int k = 0; k < d; k++) {
+    w[k] = eps[k] - u * o;
+    v2 += w[k] * w[k];
+  }
+  const double v = sqrt(v2), v3 = v2 * v, q = 1 + v3;
+  const double f = U->c0 * v2 * v2 / q, k1 = U->c0 * (4 * v2 + v2 * v3) / (q * q), k2 = U->c0 * (8 - 11 * v3 - v3 * v3) / (q * q * q);
+  const double z = (u + f - U->a - U->shift) / ba, h = unilateral_hs(z, &d1, &d2);
+  double       gz[3];
+  for (int k = 0; k < d; k++) gz[k] = (o + k1 * w[k]) / ba;
+  if (grad)
+    for (int k = 0; k < d; k++) grad[k] = d1 * gz[k];
+  if (hess)
+    for (int k = 0; k < d; k++)
+      for (int l = 0; l < d; l++) hess[k * d + l] = d2 * gz[k] * gz[l] + d1 * (k1 * ((k == l) - o * o) + k2 * w[k] * w[l]) / ba;
+  return h;
+}
+
+double mpm_hencky_unilateral_energy(int d, double mu, double lambda, const MPMUnilateral *U, const double *Fe)
+{
+  double s[3], Uu[9], V[9], eps[3] = {0, 0, 0};
+  svd_from_eig(d, Fe, Uu, s, V);
+  for (int k = 0; k < d; k++) eps[k] = log(s[k]);
+  return mpm_hencky_energy(d, mu, lambda, Fe) * mpm_unilateral_multiplier(d, U, eps, NULL, NULL);
+}
+
+/* psi_U = psi h in principal log strains eps = ln s:
+ *   tau_k  = d psi_U/d eps_k = h t_k + psi dh_k,  t_k = 2 mu eps_k + lambda tr eps,
+ *   d tau_k/d eps_l = h (2 mu delta_kl + lambda) + t_k dh_l + t_l dh_k + psi d2h_kl,
+ * and g_k = tau_k / s_k, dg_k/ds_l = (d tau_k/d eps_l - delta_kl tau_k)/(s_k s_l). */
+void mpm_hencky_unilateral_trial_piola(int d, double mu, double lambda, const MPMUnilateral *U, const double *F, double *P, MPMIsoLinearization *lin)
+{
+  double eps[3] = {0, 0, 0}, t[3], dh[3], d2h[9], tr = 0, psi = 0, tau[3];
+  lin->dim      = d;
+  lin->definite = 0;
+  svd_from_eig(d, F, lin->U, lin->s, lin->V);
+  for (int k = 0; k < d; k++) tr += (eps[k] = log(lin->s[k]));
+  for (int k = 0; k < d; k++) {
+    t[k] = 2 * mu * eps[k] + lambda * tr;
+    psi += mu * eps[k] * eps[k];
+  }
+  psi += 0.5 * lambda * tr * tr;
+  const double h = mpm_unilateral_multiplier(d, U, eps, dh, d2h);
+  for (int k = 0; k < d; k++) tau[k] = h * t[k] + psi * dh[k];
+  for (int k = 0; k < d; k++) {
+    lin->g[k] = tau[k] / lin->s[k];
+    for (int l = 0; l < d; l++) {
+      const double dtau = h * (2 * mu * (k == l) + lambda) + t[k] * dh[l] + t[l] * dh[k] + psi * d2h[k * d + l];
+      lin->dg[k * d + l] = (dtau - (k == l) * tau[k]) / (lin->s[k] * lin->s[l]);
+    }
+  }
+  iso_stress(lin, P);
 }
 
 /* Neo-Hookean P = mu (F - F^-T) + lambda ln J F^-T: singular values

@@ -15,6 +15,8 @@ typedef struct {
   double                 wet_cohesion, optimum_saturation; /* cohesion from the water saturation (mixtures) */
   PetscInt               f_sat; /* the field "saturation", -1 without */
   char                   no_trial[128]; /* why there is no implicit linearization */
+  PetscBool              unilateral;    /* the lagged solve's elastic energy is psi h (Tampubolon et al. 2017, s. 3.1.1) */
+  MPMUnilateral          uni;
 } DPContext;
 
 static const char *const ConeNames[] = {"compression", "plane_strain", "MPMConeMatch", "MPM_CONE_", NULL};
@@ -80,11 +82,39 @@ static int DPTrial(const MPMMaterial m, const MPMMaterialPoints *pts, int i, con
   return mpm_dp_trial_piola(p, alpha, tr_apex, Fhat, P, lin);
 }
 
-/* Plasticity lagged: Hencky's elastic law (the return map follows in commit). */
+/* Plasticity lagged: Hencky's elastic law (the return map follows in
+ * commit), or with -<m>_unilateral its energy times the multiplier h that
+ * fades it out where the cone would not let the stress be (expansion, large
+ * shear), so that the solve does not lean on tension the return map then
+ * removes. */
 static void DPElasticTrial(const MPMMaterial m, const MPMMaterialPoints *pts, int i, const double *Fhat, double *P, MPMIsoLinearization *lin)
 {
-  const MPMDruckerPragerParams *p = (const MPMDruckerPragerParams *)m->ctx;
-  mpm_hencky_trial_piola(p->dim, p->mu, p->lambda, Fhat, P, lin);
+  const DPContext              *ctx = (const DPContext *)m->ctx;
+  const MPMDruckerPragerParams *p   = &ctx->k;
+  if (ctx->unilateral) mpm_hencky_unilateral_trial_piola(p->dim, p->mu, p->lambda, &ctx->uni, Fhat, P, lin);
+  else mpm_hencky_trial_piola(p->dim, p->mu, p->lambda, Fhat, P, lin);
+}
+
+/* -<m>_unilateral and its parameters a, b, c0, s_C (eqs. 8-10), in log
+ * strain.  The seed's a = -0.5, b = 0 belong to its soft, strongly strained
+ * examples; sand of E ~ 1e6-1e7 Pa strains by 1e-4-1e-2, so the default
+ * transition is the last 1e-3 of hydrostatic compression before expansion. */
+static PetscErrorCode DPUnilateralOptions(MPMMaterial m, DPContext *ctx, PetscOptionItems *PetscOptionsObject)
+{
+  MPMUnilateral *U = &ctx->uni;
+
+  PetscFunctionBeginUser;
+  ctx->unilateral = PETSC_FALSE;
+  U->a = -1.0e-3, U->b = 0.0, U->c0 = 1.1, U->shift = 0.0;
+  PetscCall(PetscOptionsBool("-unilateral", "The implicit mixture solve's elastic energy is psi h, faded out beyond the cone (Tampubolon et al. 2017 s. 3.1.1; -integrator mixture -mixture_stress implicit)",
+                             NULL, ctx->unilateral, &ctx->unilateral, NULL));
+  PetscCall(MPMOptionsReal("-unilateral_a", "a of the multiplier: h = 1 where u + f < a + shift (u = tr(eps)/sqrt(dim)) [-]", NULL, U->a, &U->a, NULL));
+  PetscCall(MPMOptionsReal("-unilateral_b", "b of the multiplier: h = 0 where u + f > b + shift [-]", NULL, U->b, &U->b, NULL));
+  PetscCall(MPMOptionsReal("-unilateral_c0", "c0 of f = c0 v^4/(1 + v^3), the envelope's opening about the hydrostatic axis [-]", NULL, U->c0, &U->c0, NULL));
+  PetscCall(MPMOptionsReal("-unilateral_shift", "s_C, the shift of the multiplier along the hydrostatic axis [-]", NULL, U->shift, &U->shift, NULL));
+  PetscCheck(U->b > U->a, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_unilateral_b (%g) must be above -%s_unilateral_a (%g)", m->name, U->b, m->name, U->a);
+  PetscCheck(U->c0 >= 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_unilateral_c0 must be >= 0, got %g", m->name, U->c0);
+  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* Klar's feasibility (h0 > h3 >= 0, h1, h2 >= 0) and phi_F(q) in [0, 90) deg for all q. */
@@ -160,8 +190,9 @@ PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial m, PetscOptionItems *
   ctx->volume_correction = PETSC_FALSE;
   PetscCall(PetscOptionsBool("-volume_correction", "Give back stress-free the volume gained in projections to the cone tip (Tampubolon et al. 2017, s. 4.3.4)", NULL,
                              ctx->volume_correction, &ctx->volume_correction, NULL));
+  PetscCall(DPUnilateralOptions(m, ctx, PetscOptionsObject));
   m->ops.declare_fields = DPDeclareFields;
-  m->flags      = MPM_MATERIAL_PLASTIC | MPM_MATERIAL_LAGGED | (ctx->wet_cohesion > 0 ? MPM_MATERIAL_WET : 0u);
+  m->flags = MPM_MATERIAL_PLASTIC | MPM_MATERIAL_LAGGED | (ctx->wet_cohesion > 0 ? MPM_MATERIAL_WET : 0u) | (ctx->unilateral ? MPM_MATERIAL_UNILATERAL : 0u);
   m->ops.elastic_trial = DPElasticTrial;
   if (!ctx->volume_correction) {
     m->ops.trial_stress = DPTrial;

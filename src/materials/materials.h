@@ -33,6 +33,7 @@ typedef struct {
 #define MPM_MATERIAL_FLUID   4u /* a fluid phase: the two-phase integrators put it on its own species */
 #define MPM_MATERIAL_PORE    8u /* fills only part of its particles' volume (pore water): needs a two-phase integrator */
 #define MPM_MATERIAL_WET     32u /* its cohesion follows the water saturation a two-phase integrator sets (field "saturation") */
+#define MPM_MATERIAL_UNILATERAL 64u /* its ops.elastic_trial is the unilateral energy: only a solve with plasticity lagged uses it */
 #define MPM_MATERIAL_LAGGED  16u /* ops.elastic_trial (solids) or ops.fluid_trial (fluids): the elastic stress for solves with plasticity lagged */
 
 typedef struct {
