@@ -49,10 +49,10 @@ static PetscErrorCode WallsSetUp(MPMSim sim, MPMColliders c)
 static PetscErrorCode ObjectSpecies(MPMSim sim, MPMCollider *o, const char *prefix, PetscOptionItems *PetscOptionsObject)
 {
   char      sp[MPM_NAME_LEN] = "all", allowed[MPM_NAME_LEN * 4] = "all";
-  PetscBool set;
+  PetscBool all;
 
   PetscFunctionBeginUser;
-  PetscCall(PetscOptionsString("-species", "Species the object acts on: all, or one species' name (sand or water with -integrator mixture)", NULL, sp, sp, sizeof(sp), &set));
+  PetscCall(PetscOptionsString("-species", "Species the object acts on: all, or one species' name (sand or water with -integrator mixture)", NULL, sp, sp, sizeof(sp), NULL));
   o->species = -1;
   for (PetscInt s = 0; s < sim->nspecies; s++) {
     PetscBool match;
@@ -61,7 +61,6 @@ static PetscErrorCode ObjectSpecies(MPMSim sim, MPMCollider *o, const char *pref
     PetscCall(PetscStrlcat(allowed, ", ", sizeof(allowed)));
     PetscCall(PetscStrlcat(allowed, sim->species[s]->name, sizeof(allowed)));
   }
-  PetscBool all;
   PetscCall(PetscStrcmp(sp, "all", &all));
   PetscCheck(all || o->species >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sspecies %s: no such species in this run; allowed: %s", prefix, sp, allowed);
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -130,8 +129,9 @@ void MPMCollidersAtTime(MPMColliders c, double t)
 }
 
 /* Collide one grid node of species `species` (position x, mass m, velocity
- * v after forces) with every object that acts on it in turn, and book the impulse each object took: the node's
- * momentum change reversed, -m dv, and its moment about the object's centre.
+ * v after forces) with every object that acts on that species in turn, and
+ * book the impulse each object took: the node's momentum change reversed,
+ * -m dv, and its moment about the object's centre.
  * Returns the strongest MPMContact over the objects (held by friction
  * wins). */
 MPMContact MPMCollidersApply(MPMColliders c, PetscInt species, const double *x, double m, double dt, double *v)
