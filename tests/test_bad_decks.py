@@ -48,7 +48,7 @@ CASES = [
     (["-integrator", "mixture", "-materials", "sand,water", "-water_type", "water", "-mixture_max_halvings", "-1"], "-mixture_max_halvings must be in [0, 30], got -1"),
     (["-sand_unilateral"], "-sand_unilateral shapes the elastic energy of -integrator mixture -mixture_stress implicit (plasticity lagged); -integrator explicit does not use it"),
     (["-integrator", "mixture", "-materials", "sand,water", "-water_type", "water", "-sand_unilateral"], "-sand_unilateral shapes the elastic energy of the implicit solve; it needs -mixture_stress implicit (got explicit)"),
-    (["-integrator", "mixture", "-materials", "sand,water", "-water_type", "water", "-sand_unilateral_b", "-1"], "-sand_unilateral_b (-1) must be above -sand_unilateral_a (-0.001)"),
+    (["-integrator", "mixture", "-materials", "sand,water", "-water_type", "water", "-sand_unilateral_b", "-1"], "-sand_unilateral_b (-1.) must be above -sand_unilateral_a (-0.001)"),
     (["-sand_wet_cohesion", "500"], "-sand_wet_cohesion follows the water saturation of -integrator mixture; with -integrator explicit there is no water in the pores (use -sand_cohesion)"),
     (["-sand_wet_cohesion", "-1"], "-sand_wet_cohesion must be >= 0 Pa, got -1"),
     (["-sand_optimum_saturation", "1"], "-sand_optimum_saturation must be in (0, 1), got 1"),

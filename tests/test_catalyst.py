@@ -15,6 +15,10 @@ pipelines postproc/catalyst/particles_images.py and particles_extract.py,
     hold 2048 points and 2048 vertex cells in all;
   - the step-60 extract, read with ParaView's VTK, equals the HDF5 frame
     the run wrote at step 60 (ids, positions, velocities, pressure, material);
+  - a sand-water run (verification/mixture_free_fall.yaml, 10 steps) with
+    particles_extract.py and water_extract.py: the sand's extract (channel
+    "particles") and the water's (channel "particles_water") each equal
+    their species' HDF5 frame;
 and, without a display,
   - -catalyst_script naming a missing file: exit code 1 and a message naming
     -catalyst_script and the file;
@@ -55,12 +59,13 @@ XVFB_SERVER_ARGS = "-screen 0 1280x1024x24 -noreset"
 X_TROUBLE = ("bad X server connection", "Can't open display", "Cannot open display", "xvfb-run: error")
 
 
-def solver(out, extra, xvfb=None, timeout=600):
-    """Run the column at RANKS ranks (under xvfb-run if given); returns the
-    CompletedProcess.  Retried once on another display on X server trouble."""
+def solver(out, extra, xvfb=None, timeout=600, deck=("column_collapse_2d.yaml", DECK), steps=STEPS):
+    """Run the column (or deck = (name, its options)) at RANKS ranks (under
+    xvfb-run if given); returns the CompletedProcess.  Retried once on
+    another display on X server trouble."""
     env = dict(os.environ, **mpmtest.MPI_ENV)
-    args = ["mpiexec", "-n", str(RANKS), mpmtest.EXE, "-options_file_yaml", mpmtest.deck("column_collapse_2d.yaml"),
-            "-output_dir", out, "-max_steps", str(STEPS)] + DECK + extra
+    args = ["mpiexec", "-n", str(RANKS), mpmtest.EXE, "-options_file_yaml", mpmtest.deck(deck[0]),
+            "-output_dir", out, "-max_steps", str(steps)] + list(deck[1]) + extra
     for attempt in range(2):
         shutil.rmtree(out, ignore_errors=True)
         # -a searches from -n on: start at a random display, away from other xvfb-run users
@@ -151,20 +156,42 @@ def read_pvtp(pvtp):
     return out
 
 
-def check_extract_content(chk, out, pvtp):
-    """The step-60 extract against the run's own HDF5 frame of step 60."""
-    last = mpmio.read_frame(mpmio.frame_files(out)[-1], ["id", "position", "velocity", "pressure", "material"])
-    chk.true("last HDF5 frame is step %d" % STEPS, last["step"] == STEPS, "(step %d)" % last["step"])
+def check_extract_content(chk, out, pvtp, step=STEPS, species=None):
+    """The extract of the last step against the run's own last HDF5 frame
+    (of one species)."""
+    last = mpmio.read_frame(mpmio.frame_files(out)[-1], ["id", "position", "velocity", "pressure", "material"], species=species)
+    chk.true("last HDF5 frame is step %d" % step, last["step"] == step, "(step %d)" % last["step"])
     ref = mpmio.sorted_by_id(last)
     got = read_pvtp(pvtp)
     got = {k: v[np.argsort(got["id"], kind="stable")] for k, v in got.items()}
     same = len(got["id"]) == len(ref["id"]) and np.array_equal(got["id"], ref["id"])
-    chk.true("extract ids = HDF5 ids (each once)", same, "(%d vs %d)" % (len(got["id"]), len(ref["id"])))
+    what = os.path.basename(pvtp)
+    chk.true("%s ids = HDF5 ids (each once)" % what, same, "(%d vs %d)" % (len(got["id"]), len(ref["id"])))
     if not same:
         return
     for name in ("position", "velocity", "pressure"):
-        chk.close("max |%s(extract) - %s(HDF5)|" % (name, name), float(np.max(np.abs(got[name] - ref[name]))), 0.0, atol=0.0)
-    chk.true("material = HDF5 material", np.array_equal(got["material"], ref["material"]))
+        chk.close("%s: max |%s(extract) - %s(HDF5)|" % (what, name, name), float(np.max(np.abs(got[name] - ref[name]))), 0.0, atol=0.0)
+    chk.true("%s: material = HDF5 material" % what, np.array_equal(got["material"], ref["material"]))
+
+
+def check_mixture(chk, xvfb):
+    """Two species (-integrator mixture): the sand on channel "particles",
+    the water on "particles_water" (postproc/catalyst/water_extract.py);
+    each extract equals that species' HDF5 frame."""
+    out = mpmtest.outdir("catalyst_mixture")
+    scripts = [os.path.join(mpmtest.SOURCE, "postproc", "catalyst", s) for s in ("particles_extract.py", "water_extract.py")]
+    proc = solver(out, ["-catalyst_script", ",".join(scripts), "-catalyst_interval", "10"], xvfb=xvfb,
+                  deck=("verification/mixture_free_fall.yaml", ["-output_dt", "1"]), steps=10)
+    ok = proc.returncode == 0
+    chk.true("mixture run with the sand and water extracts: exit 0", ok, why(ok, proc))
+    if not ok:
+        return
+    cat = os.path.join(out, "catalyst")
+    for name, species in (("particles", None), ("water", "water")):
+        pvtp = os.path.join(cat, "%s_%06d.pvtp" % (name, 10))
+        chk.true("%s exists" % os.path.basename(pvtp), os.path.isfile(pvtp))
+        if os.path.isfile(pvtp):
+            check_extract_content(chk, out, pvtp, step=10, species=species)
 
 
 def why(ok, proc):
@@ -250,6 +277,7 @@ def main():
         chk.true("%s: %d points, one vertex each" % (os.path.basename(pvtp), n_global), npts == n_global and nverts == n_global,
                  "(%d points, %d verts)" % (npts, nverts))
     check_extract_content(chk, out, os.path.join(cat, "particles_%06d.pvtp" % STEPS))
+    check_mixture(chk, xvfb)
     chk.done()
 
 

@@ -21,9 +21,9 @@
 #if defined(MPM_HAVE_CATALYST)
 /* The adaptor's entry points, looked up in the module. */
 typedef struct {
-  int (*initialize)(MPI_Comm, const char *, int, const char *const *, MPMCatalystAdaptor **, char *, size_t);
+  int (*initialize)(MPI_Comm, const char *, int, const char *const *, int, const char *const *, MPMCatalystAdaptor **, char *, size_t);
   int (*wants)(MPMCatalystAdaptor *, int64_t, double);
-  int (*coprocess)(MPMCatalystAdaptor *, const MPMCatalystFrame *, char *, size_t);
+  int (*coprocess)(MPMCatalystAdaptor *, int, const MPMCatalystFrame *, char *, size_t);
   void (*finalize)(MPMCatalystAdaptor **);
 } AdaptorAPI;
 #endif
@@ -32,6 +32,9 @@ typedef struct {
 #if defined(MPM_HAVE_CATALYST)
   AdaptorAPI          api;
   MPMCatalystAdaptor *adaptor;
+  /* one channel per species, named as the frames' XDMF files: "particles"
+   * for the first, "particles_<species>" for the others */
+  char channel[MPM_MAX_SPECIES][MPM_NAME_LEN + 16];
 #endif
   PetscInt       calls;        /* co-processing calls made */
   PetscLogDouble first, total; /* [s] the first call (it builds the pipelines and the OpenGL context), all calls */
@@ -114,43 +117,54 @@ static PetscErrorCode StartAdaptor(MPMSim sim, char **scripts, PetscInt n)
   PetscCall(PetscNew(&c));
   sim->catalyst = c;
   PetscCall(LoadAdaptor(sim, &c->api));
+  const char *channels[MPM_MAX_SPECIES];
+  for (PetscInt s = 0; s < sim->nspecies; s++) {
+    if (s == 0) PetscCall(PetscStrncpy(c->channel[s], "particles", sizeof(c->channel[s])));
+    else PetscCall(PetscSNPrintf(c->channel[s], sizeof(c->channel[s]), "particles_%s", sim->species[s]->name));
+    channels[s] = c->channel[s];
+  }
   /* a refused script is refused alike on every rank: an input error */
-  PetscCheck(!c->api.initialize(sim->comm, dir, (int)n, (const char *const *)scripts, &c->adaptor, msg, sizeof(msg)), sim->comm,
+  PetscCheck(!c->api.initialize(sim->comm, dir, (int)sim->nspecies, channels, (int)n, (const char *const *)scripts, &c->adaptor, msg, sizeof(msg)), sim->comm,
              PETSC_ERR_USER_INPUT, "%s", msg);
   sim->catalyst_on = PETSC_TRUE;
-  if (sim->nspecies > 1) PetscCall(PetscPrintf(sim->comm, "Catalyst: the pipelines receive the first species (%s) only; the others are in the frames\n", sim->species[0]->name));
+  if (sim->nspecies > 1) PetscCall(PetscPrintf(sim->comm, "Catalyst: channel particles holds the %s, particles_%s the %s\n", sim->species[0]->name, sim->species[1]->name, sim->species[1]->name));
   PetscCall(PetscInfo(NULL, "Catalyst: %" PetscInt_FMT " script(s), every %" PetscInt_FMT " steps, output in %s\n", n, sim->catalyst_interval, dir));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* This rank's particles to the pipelines: every output array (the same
- * as the frames'), computed only at steps some pipeline runs. */
+/* This rank's particles to the pipelines, one channel per species: every
+ * output array (the same as the frames'), computed only at steps some
+ * pipeline runs. */
 static PetscErrorCode HandParticles(MPMSim sim, MPMCatalyst *c)
 {
-  MPMSpecies       *sp = sim->species[0];
-  MPMOutputArray   *arr;
-  MPMCatalystArray *ca;
-  PetscInt          n;
+  MPMOutputArray   *arr[MPM_MAX_SPECIES];
+  MPMCatalystArray *ca[MPM_MAX_SPECIES];
+  MPMCatalystFrame  f[MPM_MAX_SPECIES];
+  PetscInt          n[MPM_MAX_SPECIES];
   char              msg[1024] = "";
   int               err;
 
   PetscFunctionBeginUser;
-  PetscCall(MPMOutputArraysGet(sp, &n, &arr));
-  PetscCall(PetscMalloc1(n, &ca));
-  MPMCatalystFrame f = {.step = sim->step, .time = sim->t, .dim = (int)sim->dim, .n = sp->p.n, .narrays = (int)n, .arrays = ca};
-  for (PetscInt k = 0; k < n; k++) {
-    ca[k].name  = arr[k].name;
-    ca[k].type  = arr[k].type == MPM_FIELD_REAL ? MPM_CATALYST_DOUBLE : arr[k].type == MPM_FIELD_INT64 ? MPM_CATALYST_INT64 : MPM_CATALYST_INT32;
-    ca[k].ncomp = arr[k].ncomp;
-    ca[k].data  = arr[k].data;
+  for (PetscInt s = 0; s < sim->nspecies; s++) {
+    MPMSpecies *sp = sim->species[s];
+    PetscCall(MPMOutputArraysGet(sp, &n[s], &arr[s]));
+    PetscCall(PetscMalloc1(n[s], &ca[s]));
+    f[s] = (MPMCatalystFrame){.channel = c->channel[s], .step = sim->step, .time = sim->t, .dim = (int)sim->dim, .n = sp->p.n, .narrays = (int)n[s], .arrays = ca[s]};
+    for (PetscInt k = 0; k < n[s]; k++) {
+      const MPMOutputArray *a = &arr[s][k];
+      ca[s][k] = (MPMCatalystArray){.name = a->name, .ncomp = a->ncomp, .data = a->data,
+                                    .type = a->type == MPM_FIELD_REAL ? MPM_CATALYST_DOUBLE : a->type == MPM_FIELD_INT64 ? MPM_CATALYST_INT64 : MPM_CATALYST_INT32};
+    }
+    for (PetscInt a = 0; a < 3; a++) {
+      f[s].lo[a] = a < sim->dim ? sim->layout.lo[a] : 0.0;
+      f[s].hi[a] = a < sim->dim ? sim->layout.hi[a] : 0.0;
+    }
   }
-  for (PetscInt a = 0; a < 3; a++) {
-    f.lo[a] = a < sim->dim ? sim->layout.lo[a] : 0.0;
-    f.hi[a] = a < sim->dim ? sim->layout.hi[a] : 0.0;
+  err = c->api.coprocess(c->adaptor, (int)sim->nspecies, f, msg, sizeof(msg));
+  for (PetscInt s = 0; s < sim->nspecies; s++) {
+    PetscCall(PetscFree(ca[s]));
+    PetscCall(MPMOutputArraysRestore(n[s], &arr[s]));
   }
-  err = c->api.coprocess(c->adaptor, &f, msg, sizeof(msg));
-  PetscCall(PetscFree(ca));
-  PetscCall(MPMOutputArraysRestore(n, &arr));
   /* Not collective: a pipeline can fail on one rank while the others wait
    * inside ParaView's collective calls; this rank stops alone and mpiexec
    * ends the job, where a reduction here would hang. */

@@ -34,9 +34,6 @@
 #include <sstream>
 #include <string>
 
-/* The channel name: scripts must create TrivialProducer(registrationName='particles'). */
-static const char *const CHANNEL = "particles";
-
 struct MPMCatalystAdaptor {
   vtkCPProcessor       *processor;
   vtkCPDataDescription *description;
@@ -63,8 +60,8 @@ static bool CheckScriptStyle(const char *file, std::string &why)
   return false;
 }
 
-extern "C" int MPMCatalystAdaptorInitialize(MPI_Comm comm, const char *outdir, int nscripts, const char *const *scripts, MPMCatalystAdaptor **out, char *msg,
-                                            size_t len)
+extern "C" int MPMCatalystAdaptorInitialize(MPI_Comm comm, const char *outdir, int nchannels, const char *const *channels, int nscripts, const char *const *scripts,
+                                            MPMCatalystAdaptor **out, char *msg, size_t len)
 {
   *out = nullptr;
   if (setenv("MPM_CATALYST_OUTPUT_DIR", outdir, 1)) {
@@ -80,7 +77,7 @@ extern "C" int MPMCatalystAdaptorInitialize(MPI_Comm comm, const char *outdir, i
   MPMCatalystAdaptor *a = new MPMCatalystAdaptor;
   a->processor          = vtkCPProcessor::New();
   a->description        = vtkCPDataDescription::New();
-  a->description->AddInput(CHANNEL);
+  for (int c = 0; c < nchannels; c++) a->description->AddInput(channels[c]);
   /* the solver's communicator, not Catalyst's default MPI_COMM_WORLD */
   vtkMPICommunicatorOpaqueComm opaque(&comm);
   int                          ok = a->processor->Initialize(opaque);
@@ -169,11 +166,11 @@ static vtkSmartPointer<vtkFieldData> UserData(const MPMCatalystFrame *f)
   return fd.GetPointer();
 }
 
-extern "C" int MPMCatalystAdaptorCoProcess(MPMCatalystAdaptor *a, const MPMCatalystFrame *f, char *msg, size_t len)
+extern "C" int MPMCatalystAdaptorCoProcess(MPMCatalystAdaptor *a, int nframes, const MPMCatalystFrame *f, char *msg, size_t len)
 {
   /* RequestDataDescription set the time data; CoProcess resets it afterwards */
   a->description->SetUserData(UserData(f));
-  a->description->GetInputDescriptionByName(CHANNEL)->SetGrid(Particles(f));
+  for (int c = 0; c < nframes; c++) a->description->GetInputDescriptionByName(f[c].channel)->SetGrid(Particles(&f[c]));
   if (!a->processor->CoProcess(a->description)) {
     Message(msg, len, "Catalyst co-processing failed at step " + std::to_string(f->step) +
                           ": a -catalyst_script pipeline failed (ParaView prints Python tracebacks on rank 0 only)");

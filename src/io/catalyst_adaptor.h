@@ -24,10 +24,12 @@ typedef struct {
   const void *data;
 } MPMCatalystArray;
 
-/* This rank's particles at one step: the solver's output arrays, the one
- * named "position" (3 components) as the points.  Arrays are borrowed for
- * the call only (the adaptor copies what it keeps). */
+/* This rank's particles of one species at one step, for the channel of
+ * that name: the solver's output arrays, the one named "position" (3
+ * components) as the points.  Arrays are borrowed for the call only (the
+ * adaptor copies what it keeps). */
 typedef struct {
+  const char             *channel;
   int64_t                 step;
   double                  time;
   int                     dim;
@@ -38,14 +40,18 @@ typedef struct {
 } MPMCatalystFrame;
 
 /* Collective.  Sets MPM_CATALYST_OUTPUT_DIR=outdir for the scripts (before
- * Python starts, so os.environ sees it), checks each script's style and
- * registers it.  ParaView imports the scripts at the first co-processing
- * call, so a Python error in a script surfaces there. */
-int  MPMCatalystAdaptorInitialize(MPI_Comm comm, const char *outdir, int nscripts, const char *const *scripts, MPMCatalystAdaptor **a, char *msg, size_t len);
+ * Python starts, so os.environ sees it), declares the channels (one per
+ * species: a script reads the ones it names in TrivialProducer), checks
+ * each script's style and registers it.  ParaView imports the scripts at
+ * the first co-processing call, so a Python error in a script surfaces
+ * there. */
+int  MPMCatalystAdaptorInitialize(MPI_Comm comm, const char *outdir, int nchannels, const char *const *channels, int nscripts, const char *const *scripts, MPMCatalystAdaptor **a,
+                                  char *msg, size_t len);
 /* Collective.  1 if some pipeline runs at this step (then call CoProcess). */
 int  MPMCatalystAdaptorWants(MPMCatalystAdaptor *a, int64_t step, double time);
-/* Collective.  Hands the particles to the pipelines; 0 on success. */
-int  MPMCatalystAdaptorCoProcess(MPMCatalystAdaptor *a, const MPMCatalystFrame *f, char *msg, size_t len);
+/* Collective.  Hands the particles of every channel (nframes, in the order
+ * of Initialize's channels) to the pipelines; 0 on success. */
+int  MPMCatalystAdaptorCoProcess(MPMCatalystAdaptor *a, int nframes, const MPMCatalystFrame *f, char *msg, size_t len);
 /* Collective.  Finalizes the pipelines (they may write last files). */
 void MPMCatalystAdaptorFinalize(MPMCatalystAdaptor **a);
 
