@@ -55,7 +55,7 @@ for deck, extra, what in (("verification/terzaghi.yaml", [], "pore water (porosi
         asym = [float(x) for x in re.findall(r"asymmetry ([0-9.e+-]+)", p.stdout)]
         rq = [float(x) for x in re.findall(r"Rayleigh quotient ([0-9.e+-]+)", p.stdout)]
         c.within("operator, %s, %d rank(s): max asymmetry |y'Ax - x'Ay| / |x'Ay| over 3 steps" % (what, n), max(asym), 0.0, 1e-12)
-        c.true("operator, %s, %d rank(s): positive definite (min x'Ax / x'x > 0)" % (what, n), len(rq) == 3 and min(rq) > 0, str(rq))
+        c.true("operator, %s, %d rank(s): positive definite (min x'Ax / x'x > 0)" % (what, n), len(rq) >= 3 and min(rq) > 0, str(rq))
         if extra:
             pd = [float(x) for x in re.findall(r"\|P x - A x\| / \|A x\| ([0-9.e+-]+)", p.stdout)]
             c.within("assembled matrix against the operator, %d rank(s)" % n, max(pd), 0.0, 1e-12)
@@ -116,7 +116,7 @@ for ce in (1e2, 1e4, 1e6, 1e8):
     for pc in ("shell", "jacobi"):
         o = T.outdir("mixture_implicit_ce")
         T.run_deck("verification/mixture_free_fall.yaml", 1, o, *IMPL, "-mixture_hydraulic_conductivity", "%g" % k, "-mixture_pc_type", pc, "-dt", "1e-3",
-                   "-max_steps", "20")
+                   "-max_steps", "20", "-mixture_snes_ksp_ew", "false")  # at the fixed MINRES rtol 1e-6: the preconditioner, not Eisenstat-Walker
         s = summary(o)
         row.append(s["integrator_ksp_its"] / s["integrator_newton_its"])
     its[ce] = row
