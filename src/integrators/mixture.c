@@ -62,6 +62,7 @@ static PetscErrorCode MixtureOptions(MPMIntegrator integ, MPMSim sim)
                               "-mixture_stress implicit, the preconditioner: blocks (matrix-free: per node and direction the exact 2x2 block of M + dt D + diag(dt^2 K), PCSHELL) or assembled (M + dt D + dt^2 K assembled without the porosity chain's coupling; PCGAMG by default, or -mixture_pc_type cholesky, ...)",
                               NULL, PmatNames, 2, PmatNames[mx->pmat], &mx->pmat, NULL));
   PetscCall(PetscOptionsInt("-max_halvings", "-mixture_stress implicit: halve dt at most this many times in a row when the solve fails, then stop with an error", NULL, mx->sc.max_halvings, &mx->sc.max_halvings, NULL));
+  PetscCall(PetscOptionsBool("-contact_release", "-mixture_stress implicit: after the solve, let nodes the contact set held leave a wall with the force over mass (explicit in the stiff forces: unstable at large dt); default they keep the solved velocity and leave at the next step", NULL, mx->release, &mx->release, NULL));
   PetscCall(PetscOptionsBool("-check_operator", "-mixture_stress implicit: every step, print the operator's symmetry |y'Ax - x'Ay| / |x'Ay| and smallest Rayleigh quotient on random vectors (tests)", NULL, mx->check_operator, &mx->check_operator, NULL));
   PetscOptionsEnd();
   PetscOptionsBegin(sim->comm, NULL, "Sand-water mixture integrator: transfer and elastic step", NULL);

@@ -60,6 +60,7 @@ typedef struct {
   PetscBool       buoyancy;   /* the pore pressure's force is shared: n to the water, 1 - n to the sand */
   PetscBool       fixed_sand; /* a rigid porous skeleton: the sand does not move (verification) */
   PetscBool       check_operator;
+  PetscBool       release; /* -mixture_contact_release: contact nodes leave a wall with t / m after the solve */
   PetscInt        pmat;       /* MIXTURE_PMAT_* */
   MPMStressFields fields[2]; /* sand, water */
   MPMGridField   *volume;    /* the sand's volume at the nodes (dof 1), then its porosity */
