@@ -150,12 +150,23 @@ double mpm_unilateral_multiplier(int d, const MPMUnilateral *U, const double *ep
   return h;
 }
 
+/* Hencky's psi = mu tr(eps^2) + lambda/2 tr(eps)^2 (K25) of principal log strains. */
+static double hencky_psi(int d, double mu, double lambda, const double *eps)
+{
+  double tr = 0, s2 = 0;
+  for (int k = 0; k < d; k++) {
+    tr += eps[k];
+    s2 += eps[k] * eps[k];
+  }
+  return mu * s2 + 0.5 * lambda * tr * tr;
+}
+
 double mpm_hencky_unilateral_energy(int d, double mu, double lambda, const MPMUnilateral *U, const double *Fe)
 {
   double s[3], Uu[9], V[9], eps[3] = {0, 0, 0};
   svd_from_eig(d, Fe, Uu, s, V);
   for (int k = 0; k < d; k++) eps[k] = log(s[k]);
-  return mpm_hencky_energy(d, mu, lambda, Fe) * mpm_unilateral_multiplier(d, U, eps, NULL, NULL);
+  return hencky_psi(d, mu, lambda, eps) * mpm_unilateral_multiplier(d, U, eps, NULL, NULL);
 }
 
 /* psi_U = psi h in principal log strains eps = ln s:
@@ -164,16 +175,13 @@ double mpm_hencky_unilateral_energy(int d, double mu, double lambda, const MPMUn
  * and g_k = tau_k / s_k, dg_k/ds_l = (d tau_k/d eps_l - delta_kl tau_k)/(s_k s_l). */
 void mpm_hencky_unilateral_trial_piola(int d, double mu, double lambda, const MPMUnilateral *U, const double *F, double *P, MPMIsoLinearization *lin)
 {
-  double eps[3] = {0, 0, 0}, t[3], dh[3], d2h[9], tr = 0, psi = 0, tau[3];
+  double eps[3] = {0, 0, 0}, t[3], dh[3], d2h[9], tr = 0, tau[3];
   lin->dim      = d;
   lin->definite = 0;
   svd_from_eig(d, F, lin->U, lin->s, lin->V);
   for (int k = 0; k < d; k++) tr += (eps[k] = log(lin->s[k]));
-  for (int k = 0; k < d; k++) {
-    t[k] = 2 * mu * eps[k] + lambda * tr;
-    psi += mu * eps[k] * eps[k];
-  }
-  psi += 0.5 * lambda * tr * tr;
+  for (int k = 0; k < d; k++) t[k] = 2 * mu * eps[k] + lambda * tr;
+  const double psi = hencky_psi(d, mu, lambda, eps);
   const double h = mpm_unilateral_multiplier(d, U, eps, dh, d2h);
   for (int k = 0; k < d; k++) tau[k] = h * t[k] + psi * dh[k];
   for (int k = 0; k < d; k++) {
