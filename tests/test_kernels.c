@@ -2164,6 +2164,98 @@ static void test_water(int d)
   CHECK(tau[1], 0, 0, "%dD water: no shear stress", d);
 }
 
+
+/* ------------------------------------------------------------------------ */
+/* 11. The nonsmooth rheology's per-node Coulomb problem (dcfp.c)            */
+/* ------------------------------------------------------------------------ */
+static double tnorm(int n, const double *x)
+{
+  double s = 0;
+  for (int i = 1; i < n; i++) s += x[i] * x[i];
+  return sqrt(s);
+}
+
+/* chi is orthonormal for T : T / 2, Tr chi(r) = sqrt(2 d) ... and inverts */
+static void test_chi(int d)
+{
+  const int n = mpm_sym_size(d);
+  double    worst_dot = 0, worst_tr = 0, worst_dev = 0, worst_inv = 0;
+  for (int k = 0; k < 200; k++) {
+    double r[6], s[6], T[9], S[9], back[6], dot = 0, dd = 0, tr = 0, ndev, trT;
+    for (int i = 0; i < n; i++) r[i] = urange(-1, 1), s[i] = urange(-1, 1), dot += r[i] * s[i];
+    mpm_chi(d, r, T);
+    mpm_chi(d, s, S);
+    for (int i = 0; i < d * d; i++) dd += 0.5 * T[i] * S[i];
+    dev_tr(d, T, &ndev, &trT);
+    for (int i = 0; i < d; i++) tr += T[i * d + i];
+    mpm_chi_inverse(d, T, back);
+    worst_dot = fmax(worst_dot, fabs(dd - dot));
+    worst_tr  = fmax(worst_tr, fabs(tr - (d == 3 ? sqrt(6.0) : 2.0) * r[0]));
+    worst_dev = fmax(worst_dev, fabs(ndev / sqrt(2.0) - tnorm(n, r)));
+    worst_inv = fmax(worst_inv, maxdiff(n, r, back));
+    (void)trT;
+  }
+  CHECK(worst_dot, 0, 1e-14, "%dD chi: r . s = chi(r) : chi(s) / 2 (200 pairs)", d);
+  CHECK(worst_tr, 0, 1e-14, "%dD chi: Tr chi(r) = %s r_N", d, d == 3 ? "sqrt(6)" : "2");
+  CHECK(worst_dev, 0, 1e-14, "%dD chi: |Dev chi(r)|_F / sqrt(2) = |r_T|", d);
+  CHECK(worst_inv, 0, 1e-14, "%dD chi^-1(chi(r)) = r", d);
+}
+
+/* Random instances u = W r + b: the solution meets every condition of the
+ * Coulomb law (cone, u_N >= 0, complementarity, friction opposing u_T) to
+ * 1e-10 relative, in all three regimes, also through the fail-safe alone. */
+static void test_dcfp_local(int d, int max_newton)
+{
+  const int n = mpm_sym_size(d), N = max_newton ? 3000 : 300;
+  int       count[4] = {0, 0, 0, 0}, worst_its = 0;
+  double    w_cone = 0, w_un = 0, w_comp = 0, w_fric = 0, w_res = 0, w_stick = 0;
+  for (int k = 0; k < N; k++) {
+    double A[36], W[36], b[6], r[6], u[6];
+    const double sw = pow(10.0, urange(-3, 3)), sb = pow(10.0, urange(-3, 3)), mu = k % 10 == 0 ? 0.0 : urange(0.0, 1.2);
+    int          its;
+    for (int i = 0; i < n * n; i++) A[i] = urange(-1, 1);
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j < n; j++) {
+        double s = i == j ? 0.2 : 0.0;
+        for (int m = 0; m < n; m++) s += A[i * n + m] * A[j * n + m];
+        W[i * n + j] = sw * s;
+      }
+    for (int i = 0; i < n; i++) b[i] = sb * urange(-1, 1);
+    if (k % 3 == 0) b[0] = -fabs(b[0]) - sb; /* compressive: stick or slide */
+    if (k % 6 == 0)
+      for (int i = 1; i < n; i++) b[i] *= 0.1; /* mostly normal: more sticking */
+    const MPMDcfpCase c = mpm_dcfp_local(n, W, b, mu, 1e-13, max_newton, r, &its);
+    count[c]++;
+    worst_its = its > worst_its ? its : worst_its;
+    for (int i = 0; i < n; i++) {
+      u[i] = b[i];
+      for (int j = 0; j < n; j++) u[i] += W[i * n + j] * r[j];
+    }
+    const double R = sb / sw, ut = tnorm(n, u); /* r's scale; u's is sb */
+    w_cone = fmax(w_cone, (tnorm(n, r) - mu * r[0]) / R);
+    w_un   = fmax(w_un, -u[0] / sb);
+    w_comp = fmax(w_comp, fabs(r[0] * u[0]) / (R * sb));
+    if (ut > 1e-9 * sb) { /* sliding: r_T = -mu r_N u_T / |u_T| */
+      double e = 0;
+      for (int i = 1; i < n; i++) e = fmax(e, fabs(r[i] + mu * r[0] * u[i] / ut));
+      w_fric = fmax(w_fric, e / R);
+    } else w_stick = fmax(w_stick, (tnorm(n, r) - mu * r[0]) / R); /* sticking: inside the cone */
+    w_res = fmax(w_res, mpm_dcfp_residual(n, W, b, mu, r) / R);
+  }
+  printf("  %dD, %d instances%s: take-off %d, stick %d, slide %d, fail-safe %d; most iterations %d\n", d, N, max_newton ? "" : " (fail-safe only)", count[0], count[1],
+         count[2], count[3], worst_its);
+  CHECK(w_cone < 1e-10, 1, 0, "%dD DCFP%s: |r_T| <= mu r_N", d, max_newton ? "" : " fail-safe");
+  CHECK(w_un < 1e-10, 1, 0, "%dD DCFP%s: u_N >= 0", d, max_newton ? "" : " fail-safe");
+  CHECK(w_comp, 0, 1e-10, "%dD DCFP%s: r_N u_N = 0", d, max_newton ? "" : " fail-safe");
+  CHECK(w_fric, 0, 1e-10, "%dD DCFP%s: r_T = -mu r_N u_T / |u_T| where u_T != 0", d, max_newton ? "" : " fail-safe");
+  CHECK(w_stick < 1e-10, 1, 0, "%dD DCFP%s: |r_T| <= mu r_N where u_T = 0", d, max_newton ? "" : " fail-safe");
+  CHECK(w_res, 0, 1e-10, "%dD DCFP%s: natural-map residual", d, max_newton ? "" : " fail-safe");
+  if (max_newton) {
+    CHECK(count[0] > N / 20 && count[1] > N / 20 && count[2] > N / 20, 1, 0, "%dD DCFP: every regime sampled (> 5 %% each)", d);
+    CHECK(count[3], 0, 0, "%dD DCFP: Newton solves every sliding instance (no fail-safe)", d);
+  }
+}
+
 int main(void)
 {
   printf("%-74s %-20s %-20s %-7s %s\n", "check", "value", "expected", "tol", "result");
@@ -2236,6 +2328,13 @@ int main(void)
 
   section("10. Water (Tampubolon et al. 2017): pressure law, energy, J update");
   for (int dim = 2; dim <= 3; dim++) test_water(dim);
+
+  section("11. Nonsmooth Drucker-Prager (Daviet and Bertails-Descoubes 2016): chi, the per-node Coulomb problem");
+  for (int dim = 2; dim <= 3; dim++) {
+    test_chi(dim);
+    test_dcfp_local(dim, 50);
+    test_dcfp_local(dim, 0);
+  }
 
   printf("\n%d checks, %d failed\n", n_checks, n_failed);
   return n_failed ? 1 : 0;

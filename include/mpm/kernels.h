@@ -310,6 +310,26 @@ void mpm_snow_lame(const MPMSnowParams *p, double Jp, double *mu, double *lambda
  * J_P = det F_P, and the Kirchhoff stress.  Returns the number of clamped
  * singular values (0: elastic). */
 int mpm_snow_update(const MPMSnowParams *p, double *Fe, double *Jp, double *tau);
+
+/* ------------------------------------------------------------------------ */
+/* The nonsmooth Drucker-Prager rheology as Coulomb friction (dcfp.c)        */
+/* ------------------------------------------------------------------------ */
+#define MPM_SYM_MAX 6 /* symmetric 3 x 3 tensors */
+/* n = 6 in 3D, 3 in 2D: the components of a symmetric tensor */
+int mpm_sym_size(int dim);
+/* the orthonormal basis chi of Daviet and Bertails-Descoubes (r_N first,
+ * the trace part; then the deviator) and its inverse */
+void   mpm_chi(int dim, const double *r, double *T);
+void   mpm_chi_inverse(int dim, const double *T, double *r);
+double mpm_dcfp_mu(int dim, double mu_hat);
+typedef enum { MPM_DCFP_TAKEOFF = 0, MPM_DCFP_STICK, MPM_DCFP_SLIDE, MPM_DCFP_FAILSAFE } MPMDcfpCase;
+/* One node: r with K ∋ r _|_ u + mu |u_T| e_N ∈ K*, u = W r + b (W n x n
+ * symmetric positive definite); tol relative to |b|; at most max_newton
+ * Newton steps before the fail-safe; *its the Newton (and fail-safe)
+ * iterations.  Returns the case that solved it. */
+MPMDcfpCase mpm_dcfp_local(int n, const double *W, const double *b, double mu, double tol, int max_newton, double *r, int *its);
+/* |r - P_K(r - rho (u + mu |u_T| e_N))|, rho = n / tr W: 0 at a solution */
+double mpm_dcfp_residual(int n, const double *W, const double *b, double mu, const double *r);
 /* mpm_snow_update of n particles (3D in MPM_LANES SIMD lanes, equal to it
  * to roundoff); pcase[i] = MPM_CASE_CONE where clamped, else ELASTIC. */
 void mpm_snow_update_n(const MPMSnowParams *p, int n, double *Fe, double *Jp, double *tau, uint8_t *pcase);
