@@ -76,7 +76,10 @@ typedef struct {
   MixtureSystem   sys;
 } Mixture;
 
-enum { MIXTURE_STAT_NEWTON, MIXTURE_STAT_KSP, MIXTURE_STAT_HALVINGS, MIXTURE_STAT_DT_RATIO, MIXTURE_NSTAT };
+/* dt_over_explicit: over the explicit limit of the stiffest term, the
+ * smaller of the water's sound speed (dt_over_sound) and the drag's
+ * (dt_over_drag) */
+enum { MIXTURE_STAT_NEWTON, MIXTURE_STAT_KSP, MIXTURE_STAT_HALVINGS, MIXTURE_STAT_DT_RATIO, MIXTURE_STAT_DT_SOUND, MIXTURE_STAT_DT_DRAG, MIXTURE_NSTAT };
 
 double         MixturePorosity(const Mixture *mx, double ms, double Vs);
 double         MixtureSaturation(const Mixture *mx, double ms, double mw, double n, double Vs);
