@@ -191,6 +191,24 @@ void MPMCollidersProject(MPMColliders c, PetscInt species, const double *x, doub
   }
 }
 
+/* The fraction of the cube of side h centred on x that is outside every
+ * object acting on the species: per object clamp(1/2 + phi / h, 0, 1) of
+ * its signed distance phi, multiplied (exact for the domain's walls and
+ * their corners, a first-order estimate for curved objects).  The room the
+ * nonsmooth integrator's dual cells leave the grains (Daviet and
+ * Bertails-Descoubes 2016 s. 6.1, the rigid bodies' volume fraction). */
+double MPMCollidersFreeFraction(MPMColliders c, PetscInt species, const double *x, double h)
+{
+  double f = 1.0;
+  for (PetscInt o = 0; o < c->nobj; o++) {
+    const MPMCollider *obj = &c->obj[o];
+    double             n[3], vb[3];
+    if (obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
+    f *= PetscClipInterval(0.5 + MPMPlacedShapeEval(&obj->ps, c->dim, x, n, vb) / h, 0.0, 1.0);
+  }
+  return f;
+}
+
 /* One step of length dt was applied. */
 void MPMCollidersAdvance(MPMColliders c, double dt) { c->elapsed += dt; }
 

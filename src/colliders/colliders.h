@@ -34,6 +34,7 @@ void           MPMCollidersAtTime(MPMColliders c, double t);
 MPMContact     MPMCollidersApply(MPMColliders c, PetscInt species, const double *x, double m, double dt, double *v);
 void           MPMCollidersProject(MPMColliders c, PetscInt species, const double *x, double dt, double *v, double *Pi);
 void           MPMCollidersAdvance(MPMColliders c, double dt);
+double         MPMCollidersFreeFraction(MPMColliders c, PetscInt species, const double *x, double h);
 PetscBool      MPMColliderReported(const MPMCollider *o);
 PetscErrorCode MPMCollidersReport(MPMColliders c, MPI_Comm comm, double *ft);
 

@@ -23,6 +23,7 @@ PetscErrorCode MPMIntegratorRegisterAll(void)
   PetscCall(MPMIntegratorRegister("implicit", MPMIntegratorCreate_Implicit));
   PetscCall(MPMIntegratorRegister("semi_implicit", MPMIntegratorCreate_SemiImplicit));
   PetscCall(MPMIntegratorRegister("mixture", MPMIntegratorCreate_Mixture));
+  PetscCall(MPMIntegratorRegister("nonsmooth", MPMIntegratorCreate_Nonsmooth));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

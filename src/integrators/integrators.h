@@ -131,5 +131,6 @@ PetscErrorCode MPMIntegratorCreate_Explicit(MPMIntegrator);
 PetscErrorCode MPMIntegratorCreate_Implicit(MPMIntegrator);
 PetscErrorCode MPMIntegratorCreate_SemiImplicit(MPMIntegrator);
 PetscErrorCode MPMIntegratorCreate_Mixture(MPMIntegrator);
+PetscErrorCode MPMIntegratorCreate_Nonsmooth(MPMIntegrator);
 
 #endif

@@ -187,6 +187,11 @@ PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial m, PetscOptionItems *
   PetscCheck(ctx->wet_cohesion == 0 || p->h0 - p->h3 > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT,
              "-%s_wet_cohesion > 0 needs a friction angle > 0 (the Drucker-Prager apex sits at c cot(phi))", m->name);
   mpm_dp_setup(p);
+  /* |dev tau|_F + alpha tr tau <= 0 with |dev tau|_F = sqrt(2 J2) and tr tau
+   * = -d p: sqrt(J2) <= alpha d / sqrt(2) p (2D plane strain: sin phi, 3D
+   * compression: 2 sqrt(3) sin phi / (3 - sin phi), Daviet's circumscribed) */
+  m->mu_hat = p->alpha0 * (double)m->dim / sqrt(2.0);
+  if (p->cohesion != 0 || p->hardening || ctx->wet_cohesion > 0) m->mu_hat = -1; /* beyond the nonsmooth integrator's law */
   ctx->volume_correction = PETSC_FALSE;
   PetscCall(PetscOptionsBool("-volume_correction", "Give back stress-free the volume gained in projections to the cone tip (Tampubolon et al. 2017, s. 4.3.4)", NULL,
                              ctx->volume_correction, &ctx->volume_correction, NULL));

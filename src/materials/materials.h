@@ -85,6 +85,7 @@ struct _p_MPMMaterial {
   double         density; /* [kg/m^3] */
   double         true_density; /* of the material itself: pore water's particles carry n_p rho_w, this is rho_w (0: density) */
   double         E, nu, mu, lambda;
+  double         mu_hat;  /* friction coefficient of sqrt(J2) <= mu_hat p (Drucker-Prager; 0: not frictional, -1: with cohesion or hardening): -integrator nonsmooth */
   unsigned       flags;   /* MPM_MATERIAL_* */
   const char    *no_trial_stress; /* why ops.trial_stress is NULL, for the error message (or NULL) */
   void          *ctx;     /* model parameters */

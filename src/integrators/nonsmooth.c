@@ -1,0 +1,746 @@
+/* -integrator nonsmooth: the semi-implicit nonsmooth granular MPM of
+ * Daviet and Bertails-Descoubes 2016 (D, section 5; docs/design/nonsmooth.md).
+ * No elastic stress: the contact stress lambda = -sigma_c is the unknown of
+ * a discrete Coulomb friction problem (DCFP) at every stress node, with the
+ * exact Drucker-Prager cone and the maximum volume fraction phi_max:
+ *
+ *   u = u* + M^-1 P B^T lambda,   gamma = B P u + k,   (lambda_j, gamma_j) Coulomb (D13, D21)
+ *
+ * Discretization (the design note says why): velocities on the run's
+ * quadratic B-spline grid (the common APIC transfers, lumped mass), the
+ * stress piecewise constant on each node's dual cell [x_j - h/2, x_j + h/2)
+ * -- a particle feeds the one node its quadratic stencil is centred on --
+ * so that s(gamma, tau) is exactly diagonal, a stress node sees 3^d velocity
+ * nodes (the seed's trilinear pair sees as many) and B is stored compactly:
+ * per node and neighbour the vector G_ji = sum_p V_p grad N_i(x_p), with
+ * B_j u = C(sum_i u_i G_ji^T), C(A)_s = chi(e_s) : A, and (B^T lambda)_i =
+ * chi(lambda_j) G_ji.  V_p is the grains' volume, phi_max V0 (regions seed
+ * at the maximum packing).
+ *
+ * The DCFP: projected Gauss-Seidel over the nodes in 3^d colours by global
+ * index (i mod 3, j mod 3, k mod 3): nodes of one colour share no velocity
+ * node, so a colour's updates are independent and the result does not
+ * depend on the rank count or the order within a colour; between colours
+ * the velocity increments go to their owners and back (parallel.c's ghost
+ * verbs).  The per-node problem is solved exactly (kernels/dcfp.c).  The
+ * stress of the step is kept on the particles (field "lambda") to
+ * warm-start the next step, which also carries it through checkpoints and
+ * migration.  Walls and objects: their projection P inside the DCFP (the
+ * stress cannot push into them), then the usual collisions with friction on
+ * the final velocity, which books the force on them. */
+#include "integrators.h"
+
+#define NS_NB_MAX 27 /* velocity nodes a stress node sees: 3^d */
+
+typedef struct {
+  double          phi_max, tol, cfl_gravity, decompaction;
+  PetscInt        max_it, max_newton, solver;
+  MPMStressFields f;
+  PetscInt        f_lambda; /* particle field: the stress of its node at the last step */
+  int             n, nb;    /* stress components (mpm_sym_size), neighbours (3^d) */
+  MPMGridField   *forms;    /* per node: V, V mu, V lambda (n), G (nb x d) */
+  MPMGridField   *node;     /* per node: dt/m, u* free (d), u* projected (d), P (d x d) */
+  MPMGridField   *du;       /* per node: dt/m B^T lambda (d), the stress's velocity change before P */
+  MPMGridField   *lam;      /* per node: lambda (n), for G2P */
+  PetscInt        cap;
+  double         *W, *b, *mu, *lambda; /* per owned node: Delassus block n x n, b = B P u* + k, mu, lambda */
+  double          scale;                /* rho g L [Pa]: the tolerance's unit */
+  MPMStepStats    st;
+} Nonsmooth;
+
+enum { NS_STAT_ITS, NS_STAT_RESIDUAL, NS_STAT_FAILSAFE, NS_STAT_NODES, NS_NSTAT };
+static const char *const SolverNames[] = {"gs", "NonsmoothSolver", "NS_SOLVER_", NULL};
+
+/* -------------------------------------------------------------- options */
+static PetscErrorCode NonsmoothOptions(MPMIntegrator integ, MPMSim sim)
+{
+  Nonsmooth *ns;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscNew(&ns));
+  integ->data     = ns;
+  ns->phi_max     = 0.6;
+  ns->tol         = 1e-3;
+  ns->max_it      = 1000;
+  ns->max_newton  = 50;
+  ns->cfl_gravity = 0.5;
+  PetscOptionsBegin(sim->comm, integ->prefix, "Nonsmooth granular integrator (Daviet and Bertails-Descoubes 2016)", NULL);
+  PetscCall(MPMOptionsReal("-phi_max", "Maximum volume fraction of the grains; regions seed at it (the seed: 0.6) [-]", NULL, ns->phi_max, &ns->phi_max, NULL));
+  PetscCall(MPMOptionsReal("-tol", "Tolerance of the friction problem: largest per-node residual over rho g L (rho the densest material, L the domain's extent along gravity; the seed: 1e-3) [-]",
+                           NULL, ns->tol, &ns->tol, NULL));
+  PetscCall(PetscOptionsInt("-max_it", "Most Gauss-Seidel sweeps per step (then the step goes on with the last iterate and counts as unconverged)", NULL, ns->max_it, &ns->max_it, NULL));
+  PetscCall(PetscOptionsInt("-local_newton_max", "Most Newton steps of a node's local solve before its fail-safe (a projected fixed point)", NULL, ns->max_newton, &ns->max_newton, NULL));
+  PetscCall(MPMOptionsEList("-solver", "Friction solver: gs (projected Gauss-Seidel in 3^d colours, rank invariant)", NULL, SolverNames, 1, SolverNames[ns->solver], &ns->solver, NULL));
+  PetscCall(MPMOptionsReal("-decompaction", "Fraction of a dual cell's excess over phi_max that must expand back in one step (0: the seed's clamp k >= 0, which keeps the step dissipative but lets over-full cells stay) [-]",
+                           NULL, ns->decompaction, &ns->decompaction, NULL));
+  PetscCall(MPMOptionsReal("-cfl_gravity", "dt <= sqrt(cfl_gravity dx / |g|): material at rest falls at most this many cells in one step [-]", NULL, ns->cfl_gravity, &ns->cfl_gravity, NULL));
+  PetscOptionsEnd();
+  { /* the other integrators' transfer options, so that one deck runs with any */
+    PetscInt transfer = MPM_TRANSFER_APIC;
+    double   unused   = 0.5;
+    PetscOptionsBegin(sim->comm, NULL, "Nonsmooth integrator: options of the other integrators", NULL);
+    PetscCall(MPMOptionsEList("-transfer", "Particle-grid transfer: the nonsmooth integrator has apic only (the seed's)", NULL, MPMTransferNames, 3, MPMTransferNames[transfer], &transfer, NULL));
+    PetscCall(MPMOptionsReal("-cfl_elastic", "Explicit integrators only (no elastic limit here): accepted so that one deck runs with any integrator", NULL, unused, &unused, NULL));
+    PetscCall(MPMOptionsReal("-flip_blend", "Explicit and semi-implicit integrators only: accepted so that one deck runs with any integrator", NULL, unused, &unused, NULL));
+    PetscOptionsEnd();
+    PetscCheck(transfer == MPM_TRANSFER_APIC, sim->comm, PETSC_ERR_USER_INPUT, "-transfer %s: -integrator nonsmooth transfers with apic only (allowed: apic)", MPMTransferNames[transfer]);
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode NonsmoothCheck(MPMIntegrator integ, MPMSim sim)
+{
+  Nonsmooth *ns = (Nonsmooth *)integ->data;
+
+  PetscFunctionBeginUser;
+  PetscCheck(ns->phi_max > 0 && ns->phi_max <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_phi_max must be in (0, 1], got %g", ns->phi_max);
+  PetscCheck(ns->tol > 0 && ns->tol < 1, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_tol must be in (0, 1), got %g", ns->tol);
+  PetscCheck(ns->max_it >= 1, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_max_it must be >= 1, got %" PetscInt_FMT, ns->max_it);
+  PetscCheck(ns->max_newton >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_local_newton_max must be >= 0, got %" PetscInt_FMT, ns->max_newton);
+  PetscCheck(ns->decompaction >= 0 && ns->decompaction <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_decompaction must be in [0, 1], got %g", ns->decompaction);
+  PetscCheck(ns->cfl_gravity > 0 && ns->cfl_gravity <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_cfl_gravity must be in (0, 1], got %g", ns->cfl_gravity);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* --------------------------------------------------------------- set-up */
+static PetscErrorCode NonsmoothSetUp(MPMIntegrator integ, MPMSim sim)
+{
+  Nonsmooth  *ns = (Nonsmooth *)integ->data;
+  MPMSpecies *sp;
+  double      rho = 0, L = 0, g = 0;
+
+  PetscFunctionBeginUser;
+  PetscCheck(sim->nspecies == 1, sim->comm, PETSC_ERR_USER_INPUT, "-integrator nonsmooth simulates one granular species; the deck has %" PetscInt_FMT, sim->nspecies);
+  PetscCheck(sim->layout.order == MPM_KERNEL_QUADRATIC, sim->comm, PETSC_ERR_USER_INPUT, "-integrator nonsmooth needs -kernel quadratic (its stress lives on the quadratic stencil's centre node)");
+  sp = sim->species[0];
+  for (PetscInt m = 0; m < sp->nmat; m++) {
+    const MPMMaterial mat = sp->mat[m];
+    PetscCheck(mat->mu_hat >= 0 && !(mat->flags & MPM_MATERIAL_FLUID), sim->comm, PETSC_ERR_USER_INPUT,
+               "-integrator nonsmooth: material %s (type %s) is not a Drucker-Prager sand with a friction angle alone (no cohesion, hardening or wet cohesion); allowed: -%s_type drucker_prager", mat->name, mat->type,
+               mat->name);
+    rho = PetscMax(rho, mat->density);
+  }
+  ns->n  = mpm_sym_size((int)sim->dim);
+  ns->nb = sim->dim == 3 ? 27 : 9;
+  PetscCall(MPMIntegratorStressFields(sp, &ns->f));
+  {
+    double zero[MPM_SYM_MAX] = {0};
+    PetscCall(MPMParticlesRegisterField(&sp->p, "lambda", MPM_FIELD_REAL, ns->n, zero, MPM_FIELD_STATE, &ns->f_lambda));
+  }
+  PetscCall(MPMGridFieldCreate(sim, "granular_momentum", mpm_transfer_dof((int)sim->dim, 0), PETSC_FALSE, &sp->grid));
+  PetscCall(MPMGridFieldCreate(sim, "dcfp_forms", 2 + ns->n + ns->nb * sim->dim, PETSC_FALSE, &ns->forms));
+  PetscCall(MPMGridFieldCreate(sim, "dcfp_nodes", 1 + 2 * sim->dim + sim->dim * sim->dim, PETSC_FALSE, &ns->node));
+  PetscCall(MPMGridFieldCreate(sim, "dcfp_du", sim->dim, PETSC_FALSE, &ns->du));
+  PetscCall(MPMGridFieldCreate(sim, "dcfp_lambda", ns->n, PETSC_FALSE, &ns->lam));
+  for (PetscInt a = 0; a < sim->dim; a++) {
+    g += sim->gravity[a] * sim->gravity[a];
+    L = PetscMax(L, sim->layout.hi[a] - sim->layout.lo[a]);
+  }
+  if (g > 0) { /* the extent along gravity */
+    L = 0;
+    for (PetscInt a = 0; a < sim->dim; a++) L += fabs(sim->gravity[a]) / sqrt(g) * (sim->layout.hi[a] - sim->layout.lo[a]);
+  }
+  ns->scale = rho * (g > 0 ? sqrt(g) : 9.81) * L;
+  {
+    static const char *const names[NS_NSTAT] = {"dcfp_its", "dcfp_residual", "dcfp_failsafe", "dcfp_nodes"};
+    ns->st.n                                 = NS_NSTAT;
+    for (int k = 0; k < NS_NSTAT; k++) PetscCall(PetscStrncpy(ns->st.name[k], names[k], sizeof(ns->st.name[k])));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* No elastic limit: CFL on the fastest particle, material at rest falling
+ * at most cfl_gravity cells, the user's maximum. */
+static double NonsmoothStableDt(MPMIntegrator integ, const MPMSim sim, double vmax)
+{
+  const Nonsmooth *ns = (const Nonsmooth *)integ->data;
+  const double     h  = sim->layout.h;
+  double           dt = sim->dt_fixed > 0 ? sim->dt_fixed : sim->dt_max, g = 0;
+  if (sim->dt_fixed > 0) return dt;
+  for (PetscInt a = 0; a < sim->dim; a++) g += sim->gravity[a] * sim->gravity[a];
+  if (g > 0) dt = PetscMin(dt, sqrt(ns->cfl_gravity * h / sqrt(g)));
+  if (vmax > 0) dt = PetscMin(dt, sim->cfl * h / vmax);
+  return dt;
+}
+
+/* ---------------------------------------------------------- grid helpers */
+static inline PetscInt LocalIndex(const MPMGridBox *b, const PetscInt *i) { return ((i[2] - b->gs[2]) * b->gn[1] + (i[1] - b->gs[1])) * b->gn[0] + (i[0] - b->gs[0]); }
+
+/* Owned node o (0 .. xm0 xm1 xm2 - 1) -> its global index */
+static inline void OwnedIndex(const MPMLayout *l, PetscInt o, PetscInt *i)
+{
+  i[0] = l->xs[0] + o % l->xm[0];
+  i[1] = l->xs[1] + (o / l->xm[0]) % l->xm[1];
+  i[2] = l->xs[2] + o / (l->xm[0] * l->xm[1]);
+}
+
+/* The local index of neighbour s (0 .. 3^d - 1) of node i: offsets -1..1 */
+static inline PetscInt NeighbourIndex(const MPMGridBox *b, int d, const PetscInt *i, int s)
+{
+  const PetscInt k[3] = {i[0] + s % 3 - 1, i[1] + (s / 3) % 3 - 1, d == 3 ? i[2] + s / 9 - 1 : 0};
+  return LocalIndex(b, k);
+}
+
+/* C(A)_s = chi(e_s) : A = 2 chi^-1(sym A) */
+static inline void ChiT(int d, const double *A, double *r)
+{
+  double S[9];
+  for (int a = 0; a < d; a++)
+    for (int c = 0; c < d; c++) S[a * d + c] = A[a * d + c] + A[c * d + a];
+  mpm_chi_inverse(d, S, r);
+}
+
+/* ---------------------------------------------------------------- forms */
+/* Particles to their dual node: V, V mu, V lambda, G_ji = sum_p V_p grad N_i(x_p). */
+static PetscErrorCode AssembleForms(Nonsmooth *ns, MPMSim sim)
+{
+  MPMSpecies     *sp = sim->species[0];
+  MPMParticles   *p  = &sp->p;
+  const int       d = (int)sim->dim, n = ns->n, dof = (int)ns->forms->dof;
+  const MPMGridBox *bx = &ns->forms->box;
+  const double   *x = MPMFieldReal(p, p->f_x), *V0 = MPMFieldReal(p, p->f_V0), *lam = MPMFieldReal(p, ns->f_lambda);
+  const int32_t  *mat = MPMFieldInt32(p, p->f_mat);
+  PetscScalar    *a;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecZeroEntries(ns->forms->local));
+  PetscCall(VecGetArray(ns->forms->local, &a));
+  for (PetscInt q = 0; q < p->n; q++) {
+    int      base[3] = {0, 0, 0};
+    double   w[3][3] = {{1, 0, 0}, {1, 0, 0}, {1, 0, 0}}, dw[3][3] = {{0}};
+    PetscInt j[3] = {0, 0, 0};
+    for (int c = 0; c < d; c++) {
+      mpm_bspline_weights(MPM_KERNEL_QUADRATIC, mpm_grid_coord(bx, c, x[q * d + c]), &base[c], w[c], dw[c]);
+      j[c] = base[c] + 1;
+    }
+    const double V  = ns->phi_max * V0[q];
+    double      *F  = a + dof * LocalIndex(bx, j);
+    F[0] += V;
+    F[1] += V * mpm_dcfp_mu(d, sp->mat[mat[q]]->mu_hat);
+    for (int s = 0; s < n; s++) F[2 + s] += V * lam[q * n + s];
+    for (int s = 0; s < ns->nb; s++) {
+      const int ia = s % 3, ib = (s / 3) % 3, ic = s / 9;
+      double   *G  = F + 2 + n + s * d;
+      G[0] += V * dw[0][ia] * w[1][ib] * w[2][ic] / bx->h;
+      G[1] += V * w[0][ia] * dw[1][ib] * w[2][ic] / bx->h;
+      if (d == 3) G[2] += V * w[0][ia] * w[1][ib] * dw[2][ic] / bx->h;
+    }
+  }
+  PetscCall(VecRestoreArray(ns->forms->local, &a));
+  PetscCall(MPMGhostScatterAdd(ns->forms));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The velocity nodes: u* = p / m + dt g, its projection on the walls and
+ * objects (P u* + c, P), dt / m; gathered to the ghosts. */
+static PetscErrorCode PredictNodes(Nonsmooth *ns, MPMSim sim, double dt)
+{
+  const MPMLayout   *l = &sim->layout;
+  const int          d = (int)sim->dim, gdof = (int)sim->species[0]->grid->dof, ndof = (int)ns->node->dof;
+  const PetscInt     nown = l->xm[0] * l->xm[1] * l->xm[2];
+  const double       gs = MPMGravityScale(sim);
+  const PetscScalar *g;
+  PetscScalar       *a;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecGetArrayRead(sim->species[0]->grid->global, &g));
+  PetscCall(VecGetArray(ns->node->global, &a));
+  for (PetscInt o = 0; o < nown; o++) {
+    const double *gn = g + gdof * o;
+    double       *nd = a + ndof * o, x[3];
+    for (int c = 0; c < ndof; c++) nd[c] = 0;
+    for (int c = 0; c < d; c++) nd[1 + 2 * d + c * (d + 1)] = 1.0; /* P = I */
+    if (gn[0] <= 0) continue;
+    nd[0] = dt / gn[0];
+    for (int c = 0; c < d; c++) nd[1 + c] = nd[1 + d + c] = gn[1 + c] / gn[0] + dt * gs * sim->gravity[c];
+    MPMLayoutOwnedNodeX(l, o, x);
+    MPMCollidersProject(sim->colliders, 0, x, dt, nd + 1 + d, nd + 1 + 2 * d);
+  }
+  PetscCall(VecRestoreArray(ns->node->global, &a));
+  PetscCall(VecRestoreArrayRead(sim->species[0]->grid->global, &g));
+  PetscCall(MPMGhostGather(ns->node));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* B_j v for the velocities v_i = P_i w_i (+ the projected u* when star):
+ * gamma without k */
+static void NodeStrainRate(const Nonsmooth *ns, int d, const PetscInt *i, const double *F, const double *nodes, const double *du, PetscBool star, double *r)
+{
+  const MPMGridBox *bx = &ns->node->box;
+  const int         ndof = (int)ns->node->dof, n = ns->n;
+  double            A[9] = {0};
+  for (int s = 0; s < ns->nb; s++) {
+    const PetscInt li = NeighbourIndex(bx, d, i, s);
+    const double  *nd = nodes + ndof * li, *P = nd + 1 + 2 * d, *G = F + 2 + n + s * d;
+    double         v[3] = {0, 0, 0};
+    if (nd[0] == 0) continue; /* no mass */
+    for (int a = 0; a < d; a++) {
+      for (int c = 0; c < d && du; c++) v[a] += P[a * d + c] * du[d * li + c];
+      if (star) v[a] += nd[1 + d + a];
+    }
+    for (int a = 0; a < d; a++)
+      for (int c = 0; c < d; c++) A[a * d + c] += v[a] * G[c];
+  }
+  ChiT(d, A, r);
+}
+
+/* Per owned stress node: mu, the warm start, b = B P u* + k (k clamped at
+ * 0, D section 5.2) and the Delassus block W = sum_i B_ji (dt/m_i) P_i B_ji^T. */
+static PetscErrorCode NodeProblems(Nonsmooth *ns, MPMSim sim, double dt, PetscBool warm, PetscInt *nactive)
+{
+  const MPMLayout   *l = &sim->layout;
+  const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof, ndof = (int)ns->node->dof;
+  const PetscInt     nown = l->xm[0] * l->xm[1] * l->xm[2];
+  const double       cd   = d == 3 ? sqrt(6.0) : 2.0, hd = d == 3 ? l->h * l->h * l->h : l->h * l->h; /* Tr chi(e_N), dual cell volume */
+  const PetscScalar *F, *nodes;
+
+  PetscFunctionBeginUser;
+  if (nown > ns->cap) {
+    PetscCall(PetscFree4(ns->W, ns->b, ns->mu, ns->lambda));
+    ns->cap = nown;
+    PetscCall(PetscMalloc4(nown * n * n, &ns->W, nown * n, &ns->b, nown, &ns->mu, nown * n, &ns->lambda));
+  }
+  *nactive = 0;
+  PetscCall(VecGetArrayRead(ns->forms->global, &F));
+  PetscCall(VecGetArrayRead(ns->node->local, &nodes));
+  for (PetscInt o = 0; o < nown; o++) {
+    const double *Fo = F + fdof * o;
+    double       *W = ns->W + n * n * o, *b = ns->b + n * o, *lam = ns->lambda + n * o;
+    PetscInt      i[3];
+    OwnedIndex(l, o, i);
+    ns->mu[o] = 0;
+    for (int s = 0; s < n; s++) b[s] = 0;
+    if (warm)
+      for (int s = 0; s < n; s++) lam[s] = 0;
+    if (Fo[0] <= 0) continue;
+    (*nactive)++;
+    ns->mu[o] = Fo[1] / Fo[0];
+    if (warm) /* the particles' lambda of the last step; a contact round keeps the last solve's */
+      for (int s = 0; s < n; s++) lam[s] = Fo[2 + s] / Fo[0];
+    NodeStrainRate(ns, d, i, Fo, nodes, NULL, PETSC_TRUE, b);
+    { /* the room of the dual cell: phi_max of its part outside walls and objects (else the half
+         cells along a wall count as loose and the grains there fall and compact) */
+      double x[3];
+      MPMLayoutOwnedNodeX(l, o, x);
+      const double room = ns->phi_max * hd * MPMCollidersFreeFraction(sim->colliders, 0, x, l->h) - Fo[0];
+      b[0] += cd * (room >= 0 ? room : ns->decompaction * room) / (d * dt);
+    }
+    for (int c = 0; c < n; c++) { /* column c: lambda = e_c */
+      double e[MPM_SYM_MAX] = {0}, T[9], A[9] = {0}, r[MPM_SYM_MAX];
+      e[c] = 1;
+      mpm_chi(d, e, T);
+      for (int s = 0; s < ns->nb; s++) {
+        const double *nd = nodes + ndof * NeighbourIndex(&ns->node->box, d, i, s), *P = nd + 1 + 2 * d, *G = Fo + 2 + n + s * d;
+        double        f[3] = {0, 0, 0}, v[3] = {0, 0, 0};
+        if (nd[0] == 0) continue;
+        for (int a = 0; a < d; a++)
+          for (int k = 0; k < d; k++) f[a] += T[a * d + k] * G[k];
+        for (int a = 0; a < d; a++)
+          for (int k = 0; k < d; k++) v[a] += nd[0] * P[a * d + k] * f[k];
+        for (int a = 0; a < d; a++)
+          for (int k = 0; k < d; k++) A[a * d + k] += v[a] * G[k];
+      }
+      ChiT(d, A, r);
+      for (int s = 0; s < n; s++) W[s * n + c] = r[s];
+    }
+  }
+  PetscCall(VecRestoreArrayRead(ns->node->local, &nodes));
+  PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ----------------------------------------------------------- the DCFP */
+/* gamma_j = b_j + B_j P du, and the node's problem right-hand side
+ * gamma_j - W_j lambda_j (the rest of the operator, frozen) */
+static void NodeRhs(const Nonsmooth *ns, int d, PetscInt o, const PetscInt *i, const double *Fo, const double *nodes, const double *du, double *bl)
+{
+  const int     n = ns->n;
+  const double *W = ns->W + n * n * o, *lam = ns->lambda + n * o;
+  double        g[MPM_SYM_MAX];
+  NodeStrainRate(ns, d, i, Fo, nodes, du, PETSC_FALSE, g);
+  for (int s = 0; s < n; s++) {
+    bl[s] = ns->b[n * o + s] + g[s];
+    for (int c = 0; c < n; c++) bl[s] -= W[s * n + c] * lam[c];
+  }
+}
+
+/* The velocity change dt/m_i chi(dl) G_ji of a stress change dl at node i
+ * (global index) added to the 3^d velocity nodes it sees (local array). */
+static void SpreadStress(const Nonsmooth *ns, int d, const PetscInt *i, const double *Fo, const double *nodes, const double *dl, double *inc)
+{
+  const int ndof = (int)ns->node->dof, n = ns->n;
+  double    T[9];
+  mpm_chi(d, dl, T);
+  for (int s = 0; s < ns->nb; s++) {
+    const PetscInt li = NeighbourIndex(&ns->node->box, d, i, s);
+    const double  *G = Fo + 2 + n + s * d, minv = nodes[ndof * li];
+    for (int a = 0; a < d; a++)
+      for (int k = 0; k < d; k++) inc[d * li + a] += minv * T[a * d + k] * G[k];
+  }
+}
+
+/* One colour: every owned node of it solves its problem; the changes of
+ * lambda go to the velocity nodes as dt/m chi(dlambda) G_ji (on the
+ * owners, then back to the ghosts). */
+static PetscErrorCode SweepColour(Nonsmooth *ns, MPMSim sim, int colour, Vec incr, PetscInt *failsafe)
+{
+  const MPMLayout   *l = &sim->layout;
+  const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof;
+  const PetscInt     nown = l->xm[0] * l->xm[1] * l->xm[2];
+  const PetscScalar *F, *nodes, *du;
+  PetscScalar       *inc;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecGetArrayRead(ns->forms->global, &F));
+  PetscCall(VecGetArrayRead(ns->node->local, &nodes));
+  PetscCall(VecGetArrayRead(ns->du->local, &du));
+  {
+    Vec incl;
+    PetscCall(DMGetLocalVector(ns->du->da, &incl));
+    PetscCall(VecZeroEntries(incl));
+    PetscCall(VecGetArray(incl, &inc));
+    for (PetscInt o = 0; o < nown; o++) {
+      const double *Fo = F + fdof * o;
+      PetscInt      i[3];
+      double        bl[MPM_SYM_MAX], r[MPM_SYM_MAX], dl[MPM_SYM_MAX];
+      int           its;
+      OwnedIndex(l, o, i);
+      if (Fo[0] <= 0 || (int)(i[0] % 3 + 3 * (i[1] % 3) + 9 * (i[2] % 3)) != colour) continue;
+      NodeRhs(ns, d, o, i, Fo, nodes, du, bl);
+      if (mpm_dcfp_local(n, ns->W + n * n * o, bl, ns->mu[o], 1e-12, (int)ns->max_newton, r, &its) == MPM_DCFP_FAILSAFE) (*failsafe)++;
+      for (int s = 0; s < n; s++) {
+        dl[s]                 = r[s] - ns->lambda[n * o + s];
+        ns->lambda[n * o + s] = r[s];
+      }
+      SpreadStress(ns, d, i, Fo, nodes, dl, inc);
+    }
+    PetscCall(VecRestoreArray(incl, &inc));
+    PetscCall(VecRestoreArrayRead(ns->du->local, &du));
+    PetscCall(MPMGhostScatterAddVec(ns->du, incl, incr));
+    PetscCall(DMRestoreLocalVector(ns->du->da, &incl));
+  }
+  PetscCall(VecRestoreArrayRead(ns->node->local, &nodes));
+  PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
+  PetscCall(VecAXPY(ns->du->global, 1.0, incr));
+  PetscCall(MPMGhostGather(ns->du));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The largest per-node natural-map residual, over rho g L */
+static PetscErrorCode Residual(Nonsmooth *ns, MPMSim sim, double *res)
+{
+  const MPMLayout   *l = &sim->layout;
+  const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof;
+  const PetscInt     nown = l->xm[0] * l->xm[1] * l->xm[2];
+  const PetscScalar *F, *nodes, *du;
+
+  PetscFunctionBeginUser;
+  *res = 0;
+  PetscCall(VecGetArrayRead(ns->forms->global, &F));
+  PetscCall(VecGetArrayRead(ns->node->local, &nodes));
+  PetscCall(VecGetArrayRead(ns->du->local, &du));
+  for (PetscInt o = 0; o < nown; o++) {
+    const double *Fo = F + fdof * o;
+    PetscInt      i[3];
+    double        bl[MPM_SYM_MAX];
+    if (Fo[0] <= 0) continue;
+    OwnedIndex(l, o, i);
+    NodeRhs(ns, d, o, i, Fo, nodes, du, bl);
+    *res = PetscMax(*res, mpm_dcfp_residual(n, ns->W + n * n * o, bl, ns->mu[o], ns->lambda + n * o));
+  }
+  PetscCall(VecRestoreArrayRead(ns->du->local, &du));
+  PetscCall(VecRestoreArrayRead(ns->node->local, &nodes));
+  PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
+  PetscCall(MPMGlobalMax(sim->comm, res, 1));
+  *res /= ns->scale;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Gauss-Seidel sweeps over the 3^d colours until the residual is below tol */
+static PetscErrorCode SolveDCFP(Nonsmooth *ns, MPMSim sim, PetscInt *its, double *res, PetscInt *failsafe)
+{
+  const int ncol = sim->dim == 3 ? 27 : 9;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_DCFP, 0, 0, 0, 0));
+  *failsafe = 0;
+  PetscCall(VecZeroEntries(ns->du->global));
+  PetscCall(VecZeroEntries(ns->du->local));
+  { /* the warm start's velocity change: one pass of every node's dlambda = lambda (from 0) */
+    const MPMLayout   *l = &sim->layout;
+    const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof;
+    const PetscInt     nown = l->xm[0] * l->xm[1] * l->xm[2];
+    const PetscScalar *F, *nodes;
+    PetscScalar       *inc;
+    Vec                incl;
+    PetscCall(DMGetLocalVector(ns->du->da, &incl));
+    PetscCall(VecZeroEntries(incl));
+    PetscCall(VecGetArray(incl, &inc));
+    PetscCall(VecGetArrayRead(ns->forms->global, &F));
+    PetscCall(VecGetArrayRead(ns->node->local, &nodes));
+    for (PetscInt o = 0; o < nown; o++) {
+      const double *Fo = F + fdof * o;
+      PetscInt      i[3];
+      if (Fo[0] <= 0) continue;
+      OwnedIndex(l, o, i);
+      SpreadStress(ns, d, i, Fo, nodes, ns->lambda + n * o, inc);
+    }
+    PetscCall(VecRestoreArrayRead(ns->node->local, &nodes));
+    PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
+    PetscCall(VecRestoreArray(incl, &inc));
+    PetscCall(MPMGhostScatterAddVec(ns->du, incl, ns->du->global));
+    PetscCall(DMRestoreLocalVector(ns->du->da, &incl));
+    PetscCall(MPMGhostGather(ns->du));
+  }
+  PetscCall(Residual(ns, sim, res));
+  { /* the slabs (and the fields' layouts) may move between steps: a work Vec of this step's */
+    Vec incr;
+    PetscCall(DMGetGlobalVector(ns->du->da, &incr));
+    for (*its = 0; *its < ns->max_it && *res > ns->tol; (*its)++) {
+      for (int c = 0; c < ncol; c++) PetscCall(SweepColour(ns, sim, c, incr, failsafe));
+      PetscCall(Residual(ns, sim, res));
+    }
+    PetscCall(DMRestoreGlobalVector(ns->du->da, &incr));
+  }
+  {
+    double f = (double)*failsafe;
+    PetscCall(MPMGlobalSum(sim->comm, &f, 1));
+    *failsafe = (PetscInt)f;
+  }
+  PetscCall(PetscLogEventEnd(MPM_EVENT_DCFP, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ---------------------------------------------------- contact rounds */
+/* Walls and objects that let material leave them (mode separate) act on
+ * u* only where it moves into them; the stress may then push a node at
+ * rest into the wall, which the final collision would undo, breaking the
+ * solved constraint (a column along a frictionless wall sank at 1 cm/s).
+ * After a solve, every node takes the projection of the velocity the
+ * solve found (P u* + c + P du); where that adds a constraint the node's
+ * P and projected u* grow and the problem is solved again (the contact set
+ * only grows, so the rounds end). */
+static PetscErrorCode GrowContacts(Nonsmooth *ns, MPMSim sim, double dt, PetscBool *changed)
+{
+  const MPMLayout   *l = &sim->layout;
+  const int          d = (int)sim->dim, ndof = (int)ns->node->dof;
+  const PetscInt     nown = l->xm[0] * l->xm[1] * l->xm[2];
+  const PetscScalar *du;
+  PetscScalar       *a;
+  double             grown = 0;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecGetArray(ns->node->global, &a));
+  PetscCall(VecGetArrayRead(ns->du->global, &du));
+  for (PetscInt o = 0; o < nown; o++) {
+    double       *nd = a + ndof * o, *P = nd + 1 + 2 * d, v[3], w[3], Pn[9], x[3], trP = 0, trN = 0;
+    if (nd[0] == 0) continue;
+    for (int c = 0; c < d; c++) {
+      v[c] = nd[1 + d + c];
+      for (int k = 0; k < d; k++) v[c] += P[c * d + k] * du[d * o + k];
+      w[c] = v[c];
+      trP += P[c * (d + 1)];
+    }
+    MPMLayoutOwnedNodeX(l, o, x);
+    MPMCollidersProject(sim->colliders, 0, x, dt, w, Pn);
+    for (int c = 0; c < d; c++) trN += Pn[c * (d + 1)];
+    if (trN > trP - 0.5) continue; /* nothing new acts */
+    grown += 1;
+    for (int c = 0; c < d; c++) { /* the affine projection at v: w = Pn v + (w - Pn v); u*_P = Pn u* + (w - Pn v) */
+      double pv = 0, pu = 0;
+      for (int k = 0; k < d; k++) pv += Pn[c * d + k] * v[k], pu += Pn[c * d + k] * nd[1 + k];
+      x[c] = pu + w[c] - pv;
+    }
+    for (int c = 0; c < d; c++) nd[1 + d + c] = x[c];
+    for (int c = 0; c < d * d; c++) P[c] = Pn[c];
+  }
+  PetscCall(VecRestoreArrayRead(ns->du->global, &du));
+  PetscCall(VecRestoreArray(ns->node->global, &a));
+  PetscCall(MPMGlobalSum(sim->comm, &grown, 1));
+  *changed = grown > 0 ? PETSC_TRUE : PETSC_FALSE;
+  if (*changed) PetscCall(MPMGhostGather(ns->node));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ------------------------------------------------------------- finish */
+/* The final velocity u* + du through the colliders with friction (which
+ * books their force), into the species grid for G2P; lambda to its grid. */
+static PetscErrorCode FinishNodes(Nonsmooth *ns, MPMSim sim, double dt)
+{
+  const MPMLayout   *l = &sim->layout;
+  const int          d = (int)sim->dim, n = ns->n, gdof = (int)sim->species[0]->grid->dof, ndof = (int)ns->node->dof;
+  const PetscInt     nown = l->xm[0] * l->xm[1] * l->xm[2];
+  const PetscScalar *nodes, *du;
+  PetscScalar       *g, *lam;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecGetArray(sim->species[0]->grid->global, &g));
+  PetscCall(VecGetArrayRead(ns->node->global, &nodes));
+  PetscCall(VecGetArrayRead(ns->du->global, &du));
+  PetscCall(VecGetArray(ns->lam->global, &lam));
+  for (PetscInt o = 0; o < nown; o++) {
+    double       *gn = g + gdof * o, x[3], v[3];
+    const double *nd = nodes + ndof * o, m = gn[0];
+    for (int s = 0; s < n; s++) lam[n * o + s] = ns->lambda[n * o + s];
+    for (int c = 0; c < gdof; c++) gn[c] = 0;
+    if (m <= 0) continue;
+    for (int c = 0; c < d; c++) v[c] = nd[1 + c] + du[d * o + c];
+    MPMLayoutOwnedNodeX(l, o, x);
+    (void)MPMCollidersApply(sim->colliders, 0, x, m, dt, v);
+    for (int c = 0; c < d; c++) gn[1 + c] = v[c];
+  }
+  PetscCall(VecRestoreArray(ns->lam->global, &lam));
+  PetscCall(VecRestoreArrayRead(ns->du->global, &du));
+  PetscCall(VecRestoreArrayRead(ns->node->global, &nodes));
+  PetscCall(VecRestoreArray(sim->species[0]->grid->global, &g));
+  PetscCall(MPMGhostGather(sim->species[0]->grid));
+  PetscCall(MPMGhostGather(ns->lam));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Before G2P moves them, each particle takes its node's lambda (the warm
+ * start of the next step) and, for the outputs (pressure, deviatoric
+ * stress), the bulk stress sigma = -phi_max chi(lambda) as tau (P2G here
+ * passes no stress).  The model has no elastic strain: F_E stays I (G2P's
+ * update is undone after it), so the outputs' J and the elastic energy
+ * are 1 and 0, and compaction shows as particles crowding, not as volume. */
+static PetscErrorCode ParticleStress(Nonsmooth *ns, MPMSim sim)
+{
+  MPMParticles      *p = &sim->species[0]->p;
+  const int          d = (int)sim->dim, n = ns->n;
+  const MPMGridBox  *bx = &ns->lam->box;
+  const double      *x = MPMFieldReal(p, p->f_x);
+  double            *lp = MPMFieldReal(p, ns->f_lambda), *tau = MPMFieldReal(p, ns->f.f_tau);
+  const PetscScalar *lam;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecGetArrayRead(ns->lam->local, &lam));
+  for (PetscInt q = 0; q < p->n; q++) {
+    PetscInt j[3] = {0, 0, 0};
+    double   T[9];
+    for (int c = 0; c < d; c++) {
+      int    base;
+      double w[3], dw[3];
+      mpm_bspline_weights(MPM_KERNEL_QUADRATIC, mpm_grid_coord(bx, c, x[q * d + c]), &base, w, dw);
+      j[c] = base + 1;
+    }
+    const double *lj = lam + n * LocalIndex(bx, j);
+    for (int s = 0; s < n; s++) lp[q * n + s] = lj[s];
+    mpm_chi(d, lj, T);
+    for (int a = 0; a < d * d; a++) tau[q * d * d + a] = -ns->phi_max * T[a];
+  }
+  PetscCall(VecRestoreArrayRead(ns->lam->local, &lam));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ----------------------------------------------------------------- step */
+static PetscErrorCode NonsmoothStep(MPMIntegrator integ, MPMSim sim, double dt, double *vmax)
+{
+  Nonsmooth      *ns = (Nonsmooth *)integ->data;
+  MPMSpecies     *sp = sim->species[0];
+  MPMParticleView v  = MPMIntegratorView(sp, &ns->f, PETSC_TRUE);
+  PetscInt        nactive = 0, its = 0, failsafe = 0;
+  double          res, act;
+
+  PetscFunctionBeginUser;
+  *vmax = 0;
+  MPMCollidersAtTime(sim->colliders, sim->t);
+  PetscCall(MPMIntegratorP2G(sp, &v, 0.0)); /* mass and APIC momentum; dt = 0: no stress force */
+  PetscCall(MPMGhostScatterAdd(sp->grid));
+  PetscCall(PetscLogEventBegin(MPM_EVENT_FORMS, 0, 0, 0, 0));
+  PetscCall(AssembleForms(ns, sim));
+  PetscCall(PredictNodes(ns, sim, dt));
+  PetscCall(NodeProblems(ns, sim, dt, PETSC_TRUE, &nactive));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_FORMS, 0, 0, 0, 0));
+  PetscCall(SolveDCFP(ns, sim, &its, &res, &failsafe));
+  for (int round = 0; round < 4; round++) { /* again while the walls' contact set grows */
+    PetscBool changed;
+    PetscInt  its2, fs2;
+    PetscCall(GrowContacts(ns, sim, dt, &changed));
+    if (!changed) break;
+    PetscCall(NodeProblems(ns, sim, dt, PETSC_FALSE, &nactive));
+    PetscCall(SolveDCFP(ns, sim, &its2, &res, &fs2));
+    its += its2;
+    failsafe += fs2;
+  }
+  PetscCall(FinishNodes(ns, sim, dt));
+  PetscCall(ParticleStress(ns, sim));
+  PetscCall(MPMIntegratorG2P(sp, &v, dt, -1.0, 0.0, vmax));
+  for (PetscInt q = 0; q < sp->p.n * sim->dim * sim->dim; q++) v.Fe[q] = (q % (sim->dim * sim->dim)) % (sim->dim + 1) == 0 ? 1.0 : 0.0;
+  MPMCollidersAdvance(sim->colliders, dt);
+  act = (double)nactive;
+  PetscCall(MPMGlobalSum(sim->comm, &act, 1));
+  ns->st.value[NS_STAT_ITS]      = (double)its;
+  ns->st.value[NS_STAT_RESIDUAL] = res;
+  ns->st.value[NS_STAT_FAILSAFE] = (double)failsafe;
+  ns->st.value[NS_STAT_NODES]    = act;
+  ns->st.total[NS_STAT_ITS] += (double)its;
+  ns->st.total[NS_STAT_RESIDUAL] = PetscMax(ns->st.total[NS_STAT_RESIDUAL], res);
+  ns->st.total[NS_STAT_FAILSAFE] += (double)failsafe;
+  ns->st.total[NS_STAT_NODES] = PetscMax(ns->st.total[NS_STAT_NODES], act);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode NonsmoothStats(MPMIntegrator integ, MPMStepStats *s)
+{
+  PetscFunctionBeginUser;
+  *s = ((Nonsmooth *)integ->data)->st;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode NonsmoothGetState(MPMIntegrator integ, PetscInt *n, double *state)
+{
+  const Nonsmooth *ns = (const Nonsmooth *)integ->data;
+
+  PetscFunctionBeginUser;
+  for (int k = 0; k < NS_NSTAT; k++) state[k] = ns->st.total[k];
+  *n = NS_NSTAT;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode NonsmoothSetState(MPMIntegrator integ, PetscInt n, const double *state)
+{
+  Nonsmooth *ns = (Nonsmooth *)integ->data;
+
+  PetscFunctionBeginUser;
+  PetscCheck(n == NS_NSTAT, PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "the checkpoint's nonsmooth integrator state has %" PetscInt_FMT " values, expected %d", n, NS_NSTAT);
+  for (int k = 0; k < NS_NSTAT; k++) ns->st.total[k] = state[k];
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode NonsmoothView(MPMIntegrator integ, char *buf, size_t len)
+{
+  const Nonsmooth *ns = (const Nonsmooth *)integ->data;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscSNPrintf(buf, len, "APIC, nonsmooth Drucker-Prager (Coulomb problem per node, colored Gauss-Seidel; phi_max %g, tol %g rho g L = %g Pa)", ns->phi_max, ns->tol,
+                          ns->tol * ns->scale));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode NonsmoothDestroy(MPMIntegrator integ)
+{
+  Nonsmooth *ns = (Nonsmooth *)integ->data;
+
+  PetscFunctionBeginUser;
+  if (!ns) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscFree4(ns->W, ns->b, ns->mu, ns->lambda));
+  PetscCall(PetscFree(integ->data));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMIntegratorCreate_Nonsmooth(MPMIntegrator integ)
+{
+  PetscFunctionBeginUser;
+  integ->ops.options   = NonsmoothOptions;
+  integ->ops.check     = NonsmoothCheck;
+  integ->ops.setup     = NonsmoothSetUp;
+  integ->ops.stable_dt = NonsmoothStableDt;
+  integ->ops.step      = NonsmoothStep;
+  integ->ops.stats     = NonsmoothStats;
+  integ->ops.get_state = NonsmoothGetState;
+  integ->ops.set_state = NonsmoothSetState;
+  integ->ops.view      = NonsmoothView;
+  integ->ops.destroy   = NonsmoothDestroy;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
