@@ -94,6 +94,26 @@ static PetscErrorCode MixtureCheck(MPMIntegrator integ, MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The drag's explicit limit: m_s dv_s/dt = D (v_w - v_s) = -m_w dv_w/dt,
+ * D = c_E V_mix, relaxes v_w - v_s at the rate c_E (1 / (n rho_w) +
+ * 1 / rho_s) (per unit volume of mixture: n rho_w of water, rho_s of sand),
+ * = n g / k_hat (1 + n rho_w / rho_s); forward Euler on it is stable for
+ * dt <= 2 / rate, the limit of the seed's "stiff momentum exchange" (the
+ * explicit stresses solve the drag per node exactly and do not have it).
+ * From each sand material's seeded porosity n = 1 - rho_s / rho_grain, the
+ * saturated bed's: a node's own masses would put a sliver of sand under
+ * free water at rates of 1e8 /s, a property of the grid, not of the soil. */
+static double DragRate(const Mixture *mx, const MPMSim sim)
+{
+  const MPMSpecies *sp   = sim->species[0];
+  double            rate = 0;
+  for (PetscInt m = 0; m < sp->nmat; m++) {
+    const double rho_s = sp->mat[m]->density, n = 1.0 - rho_s / mx->rho_grain;
+    rate               = PetscMax(rate, n * MIXTURE_G / mx->k_hat * (mx->fixed_sand ? 1.0 : 1.0 + n * mx->rho_w / rho_s)); /* a fixed skeleton: D / m_w */
+  }
+  return rate;
+}
+
 static PetscErrorCode MixtureSetUp(MPMIntegrator integ, MPMSim sim)
 {
   Mixture *mx = (Mixture *)integ->data;
@@ -112,6 +132,7 @@ static PetscErrorCode MixtureSetUp(MPMIntegrator integ, MPMSim sim)
   for (PetscInt m = 0; m < sim->species[0]->nmat; m++)
     if ((sim->species[0]->mat[m]->flags & MPM_MATERIAL_WET) && !mx->sat) PetscCall(MPMGridFieldCreate(sim, "sand_saturation", 1, PETSC_FALSE, &mx->sat));
   mx->wave_speed = MPMIntegratorWaveSpeed(sim);
+  mx->drag_rate  = DragRate(mx, sim);
   if (mx->stress == MIXTURE_STRESS_IMPLICIT) {
     static const char *const names[MIXTURE_NSTAT] = {"newton_its", "ksp_its", "dt_halvings", "dt_over_explicit", "dt_over_sound", "dt_over_drag"};
     PetscCall(MixtureSystemOptions(mx, sim, integ->prefix));
@@ -280,26 +301,6 @@ static PetscErrorCode GridUpdate(const Mixture *mx, MPMSim sim, double dt)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The drag's explicit limit: m_s dv_s/dt = D (v_w - v_s) = -m_w dv_w/dt,
- * D = c_E V_mix, relaxes v_w - v_s at the rate c_E (1 / (n rho_w) +
- * 1 / rho_s) (per unit volume of mixture: n rho_w of water, rho_s of sand),
- * = n g / k_hat (1 + n rho_w / rho_s); forward Euler on it is stable for
- * dt <= 2 / rate, the limit of the seed's "stiff momentum exchange" (the
- * explicit stresses solve the drag per node exactly and do not have it).
- * From each sand material's seeded porosity n = 1 - rho_s / rho_grain, the
- * saturated bed's: a node's own masses would put a sliver of sand under
- * free water at rates of 1e8 /s, a property of the grid, not of the soil. */
-static double DragRate(const Mixture *mx, const MPMSim sim)
-{
-  const MPMSpecies *sp   = sim->species[0];
-  double            rate = 0;
-  for (PetscInt m = 0; m < sp->nmat; m++) {
-    const double rho_s = sp->mat[m]->density, n = 1.0 - rho_s / mx->rho_grain;
-    rate               = PetscMax(rate, n * MIXTURE_G / mx->k_hat * (mx->fixed_sand ? 1.0 : 1.0 + n * mx->rho_w / rho_s)); /* a fixed skeleton: D / m_w */
-  }
-  return rate;
-}
-
 /* The coupled solve (mixture_system.c) and the step control: a failed
  * solve halves dt (the driver retries; nothing has moved), the step grows
  * back by 2 per step from the one that worked. */
@@ -327,7 +328,7 @@ static PetscErrorCode ImplicitGridUpdate(MPMIntegrator integ, Mixture *mx, MPMSi
     for (PetscInt s = 0; s < 2; s++) stiff = PetscMax(stiff, MPMIntegratorStiffening(sim->species[s], &mx->fields[s]));
     PetscCall(MPMGlobalMax(sim->comm, &stiff, 1));
     r[1] = dt / (dte / sqrt(stiff));
-    r[2] = dt * DragRate(mx, sim) / 2.0;
+    r[2] = dt * mx->drag_rate / 2.0;
     r[0] = PetscMax(r[1], r[2]);
     for (int k = 0; k < 3; k++) {
       mx->st.value[MIXTURE_STAT_DT_RATIO + k] = r[k];

@@ -68,6 +68,7 @@ typedef struct {
   PetscInt        f_n;       /* the water particles' field "porosity" (water.c) */
   MPMGridField   *sat;       /* wet sand (a material with -<m>_wet_cohesion): the pores' water saturation at the nodes (dof 1), else NULL */
   double          rho_w;     /* the water's own density (of the first water material) [kg/m^3] */
+  double          drag_rate; /* the drag's fastest relaxation, n g / k_hat (1 + n rho_w / rho_s) over the sand materials [1/s] (the explicit limit is 2 / it) */
   PetscInt        f_sat;     /* the sand particles' field "saturation" (drucker_prager.c) */
   PetscInt        nVp;
   /* implicit stresses: the step control and statistics */

@@ -132,13 +132,10 @@ static PetscErrorCode NonsmoothSetUp(MPMIntegrator integ, MPMSim sim)
   PetscCall(MPMGridFieldCreate(sim, "dcfp_nodes", 1 + 2 * sim->dim + sim->dim * sim->dim, PETSC_FALSE, &ns->node));
   PetscCall(MPMGridFieldCreate(sim, "dcfp_du", sim->dim, PETSC_FALSE, &ns->du));
   PetscCall(MPMGridFieldCreate(sim, "dcfp_lambda", ns->n, PETSC_FALSE, &ns->lam));
-  for (PetscInt a = 0; a < sim->dim; a++) {
-    g += sim->gravity[a] * sim->gravity[a];
-    L = PetscMax(L, sim->layout.hi[a] - sim->layout.lo[a]);
-  }
-  if (g > 0) { /* the extent along gravity */
-    L = 0;
-    for (PetscInt a = 0; a < sim->dim; a++) L += fabs(sim->gravity[a]) / sqrt(g) * (sim->layout.hi[a] - sim->layout.lo[a]);
+  for (PetscInt a = 0; a < sim->dim; a++) g += sim->gravity[a] * sim->gravity[a];
+  for (PetscInt a = 0; a < sim->dim; a++) { /* the extent along gravity (without gravity: the largest, at 9.81 m/s^2) */
+    const double ext = sim->layout.hi[a] - sim->layout.lo[a];
+    L = g > 0 ? L + fabs(sim->gravity[a]) / sqrt(g) * ext : PetscMax(L, ext);
   }
   ns->scale = rho * (g > 0 ? sqrt(g) : 9.81) * L;
   {
@@ -381,7 +378,8 @@ static void SpreadStress(const Nonsmooth *ns, int d, const PetscInt *i, const do
 
 /* One colour: every owned node of it solves its problem; the changes of
  * lambda go to the velocity nodes as dt/m chi(dlambda) G_ji (on the
- * owners, then back to the ghosts). */
+ * owners, then back to the ghosts).  Colour -1: no solve, every node's
+ * lambda as it stands is spread (the warm start, onto du = 0). */
 static PetscErrorCode SweepColour(Nonsmooth *ns, MPMSim sim, int colour, Vec incr, PetscInt *failsafe)
 {
   const MPMLayout   *l = &sim->layout;
@@ -405,7 +403,12 @@ static PetscErrorCode SweepColour(Nonsmooth *ns, MPMSim sim, int colour, Vec inc
       double        bl[MPM_SYM_MAX], r[MPM_SYM_MAX], dl[MPM_SYM_MAX];
       int           its;
       OwnedIndex(l, o, i);
-      if (Fo[0] <= 0 || (int)(i[0] % 3 + 3 * (i[1] % 3) + 9 * (i[2] % 3)) != colour) continue;
+      if (Fo[0] <= 0) continue;
+      if (colour < 0) {
+        SpreadStress(ns, d, i, Fo, nodes, ns->lambda + n * o, inc);
+        continue;
+      }
+      if ((int)(i[0] % 3 + 3 * (i[1] % 3) + 9 * (i[2] % 3)) != colour) continue;
       NodeRhs(ns, d, o, i, Fo, nodes, du, bl);
       if (mpm_dcfp_local(n, ns->W + n * n * o, bl, ns->mu[o], 1e-12, (int)ns->max_newton, r, &its) == MPM_DCFP_FAILSAFE) (*failsafe)++;
       for (int s = 0; s < n; s++) {
@@ -466,36 +469,11 @@ static PetscErrorCode SolveDCFP(Nonsmooth *ns, MPMSim sim, PetscInt *its, double
   *failsafe = 0;
   PetscCall(VecZeroEntries(ns->du->global));
   PetscCall(VecZeroEntries(ns->du->local));
-  { /* the warm start's velocity change: one pass of every node's dlambda = lambda (from 0) */
-    const MPMLayout   *l = &sim->layout;
-    const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof;
-    const PetscInt     nown = l->xm[0] * l->xm[1] * l->xm[2];
-    const PetscScalar *F, *nodes;
-    PetscScalar       *inc;
-    Vec                incl;
-    PetscCall(DMGetLocalVector(ns->du->da, &incl));
-    PetscCall(VecZeroEntries(incl));
-    PetscCall(VecGetArray(incl, &inc));
-    PetscCall(VecGetArrayRead(ns->forms->global, &F));
-    PetscCall(VecGetArrayRead(ns->node->local, &nodes));
-    for (PetscInt o = 0; o < nown; o++) {
-      const double *Fo = F + fdof * o;
-      PetscInt      i[3];
-      if (Fo[0] <= 0) continue;
-      OwnedIndex(l, o, i);
-      SpreadStress(ns, d, i, Fo, nodes, ns->lambda + n * o, inc);
-    }
-    PetscCall(VecRestoreArrayRead(ns->node->local, &nodes));
-    PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
-    PetscCall(VecRestoreArray(incl, &inc));
-    PetscCall(MPMGhostScatterAddVec(ns->du, incl, ns->du->global));
-    PetscCall(DMRestoreLocalVector(ns->du->da, &incl));
-    PetscCall(MPMGhostGather(ns->du));
-  }
-  PetscCall(Residual(ns, sim, res));
   { /* the slabs (and the fields' layouts) may move between steps: a work Vec of this step's */
     Vec incr;
     PetscCall(DMGetGlobalVector(ns->du->da, &incr));
+    PetscCall(SweepColour(ns, sim, -1, incr, failsafe)); /* the warm start's velocity change, from du = 0 */
+    PetscCall(Residual(ns, sim, res));
     for (*its = 0; *its < ns->max_it && *res > ns->tol; (*its)++) {
       for (int c = 0; c < ncol; c++) PetscCall(SweepColour(ns, sim, c, incr, failsafe));
       PetscCall(Residual(ns, sim, res));
@@ -549,9 +527,8 @@ static PetscErrorCode GrowContacts(Nonsmooth *ns, MPMSim sim, double dt, PetscBo
     for (int c = 0; c < d; c++) { /* the affine projection at v: w = Pn v + (w - Pn v); u*_P = Pn u* + (w - Pn v) */
       double pv = 0, pu = 0;
       for (int k = 0; k < d; k++) pv += Pn[c * d + k] * v[k], pu += Pn[c * d + k] * nd[1 + k];
-      x[c] = pu + w[c] - pv;
+      nd[1 + d + c] = pu + w[c] - pv; /* u* free (nd[1..d]) is not written: no overlap */
     }
-    for (int c = 0; c < d; c++) nd[1 + d + c] = x[c];
     for (int c = 0; c < d * d; c++) P[c] = Pn[c];
   }
   PetscCall(VecRestoreArrayRead(ns->du->global, &du));
