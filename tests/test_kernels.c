@@ -2201,6 +2201,31 @@ static void test_chi(int d)
   CHECK(worst_inv, 0, 1e-14, "%dD chi^-1(chi(r)) = r", d);
 }
 
+/* The cone projection APGD steps with: p in K, idempotent, and the Moreau
+ * decomposition x = p + q, q in the polar cone, p . q = 0, on random points
+ * inside, outside and in the polar cone. */
+static void test_dcfp_project(int d)
+{
+  const int n = mpm_sym_size(d);
+  double    w_in = 0, w_idem = 0, w_polar = 0, w_orth = 0;
+  for (int k = 0; k < 600; k++) {
+    const double mu = urange(0, 1.5);
+    double       x[6], p[6], pp[6], q[6], dot = 0;
+    for (int i = 0; i < n; i++) x[i] = urange(-1, 1);
+    mpm_dcfp_project(n, mu, x, p);
+    mpm_dcfp_project(n, mu, p, pp);
+    for (int i = 0; i < n; i++) q[i] = x[i] - p[i], dot += p[i] * q[i];
+    w_in    = fmax(w_in, tnorm(n, p) - mu * p[0]);             /* |p_T| <= mu p_N */
+    w_idem  = fmax(w_idem, maxdiff(n, p, pp));                 /* P(P(x)) = P(x) */
+    w_polar = fmax(w_polar, mu * tnorm(n, q) + q[0]);          /* mu |q_T| <= -q_N */
+    w_orth  = fmax(w_orth, fabs(dot));
+  }
+  CHECK(fmax(w_in, 0), 0, 1e-14, "%dD cone projection: in the cone (600 points)", d);
+  CHECK(w_idem, 0, 1e-14, "%dD cone projection: idempotent", d);
+  CHECK(fmax(w_polar, 0), 0, 1e-14, "%dD cone projection: x - P(x) in the polar cone", d);
+  CHECK(w_orth, 0, 1e-14, "%dD cone projection: P(x) . (x - P(x)) = 0", d);
+}
+
 /* Random instances u = W r + b: the solution meets every condition of the
  * Coulomb law (cone, u_N >= 0, complementarity, friction opposing u_T) to
  * 1e-10 relative, in all three regimes, also through the fail-safe alone. */
@@ -2332,6 +2357,7 @@ int main(void)
   section("11. Nonsmooth Drucker-Prager (Daviet and Bertails-Descoubes 2016): chi, the per-node Coulomb problem");
   for (int dim = 2; dim <= 3; dim++) {
     test_chi(dim);
+    test_dcfp_project(dim);
     test_dcfp_local(dim, 50);
     test_dcfp_local(dim, 0);
   }

@@ -328,6 +328,8 @@ typedef enum { MPM_DCFP_TAKEOFF = 0, MPM_DCFP_STICK, MPM_DCFP_SLIDE, MPM_DCFP_FA
  * Newton steps before the fail-safe; *its the Newton (and fail-safe)
  * iterations.  Returns the case that solved it. */
 MPMDcfpCase mpm_dcfp_local(int n, const double *W, const double *b, double mu, double tol, int max_newton, double *r, int *its);
+/* p = P_K(x), the projection on the cone K = {|x_T| <= mu x_N} */
+void mpm_dcfp_project(int n, double mu, const double *x, double *p);
 /* |r - P_K(r - rho (u + mu |u_T| e_N))|, rho = n / tr W: 0 at a solution */
 double mpm_dcfp_residual(int n, const double *W, const double *b, double mu, const double *r);
 /* mpm_snow_update of n particles (3D in MPM_LANES SIMD lanes, equal to it

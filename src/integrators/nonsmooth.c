@@ -49,7 +49,8 @@ typedef struct {
 } Nonsmooth;
 
 enum { NS_STAT_ITS, NS_STAT_RESIDUAL, NS_STAT_FAILSAFE, NS_STAT_NODES, NS_NSTAT };
-static const char *const SolverNames[] = {"gs", "NonsmoothSolver", "NS_SOLVER_", NULL};
+typedef enum { NS_SOLVER_GS, NS_SOLVER_APGD } NonsmoothSolver;
+static const char *const SolverNames[] = {"gs", "apgd", "NonsmoothSolver", "NS_SOLVER_", NULL};
 
 /* -------------------------------------------------------------- options */
 static PetscErrorCode NonsmoothOptions(MPMIntegrator integ, MPMSim sim)
@@ -70,7 +71,10 @@ static PetscErrorCode NonsmoothOptions(MPMIntegrator integ, MPMSim sim)
                            NULL, ns->tol, &ns->tol, NULL));
   PetscCall(PetscOptionsInt("-max_it", "Most Gauss-Seidel sweeps per step (then the step goes on with the last iterate; history.csv dcfp_residual shows it above the tolerance)", NULL, ns->max_it, &ns->max_it, NULL));
   PetscCall(PetscOptionsInt("-local_newton_max", "Most Newton steps of a node's local solve before its fail-safe (a projected fixed point)", NULL, ns->max_newton, &ns->max_newton, NULL));
-  PetscCall(MPMOptionsEList("-solver", "Friction solver: gs (projected Gauss-Seidel in 3^d colours, rank invariant)", NULL, SolverNames, 1, SolverNames[ns->solver], &ns->solver, NULL));
+  PetscCall(MPMOptionsEList("-solver",
+                            "Friction solver: gs (projected Gauss-Seidel in 3^d colours: independent of the rank count) or apgd (accelerated projected gradient over all nodes at once: rank count "
+                            "enters through the global sums' roundoff); -nonsmooth_max_it counts sweeps or gradient steps",
+                            NULL, SolverNames, 2, SolverNames[ns->solver], &ns->solver, NULL));
   PetscCall(MPMOptionsReal("-decompaction", "Fraction of a dual cell's excess over phi_max that must expand back in one step (0: the seed's clamp k >= 0, which keeps the step dissipative but lets over-full cells stay) [-]",
                            NULL, ns->decompaction, &ns->decompaction, NULL));
   PetscCall(MPMOptionsReal("-cfl_gravity", "dt <= sqrt(cfl_gravity dx / |g|): material at rest falls at most this many cells in one step [-]", NULL, ns->cfl_gravity, &ns->cfl_gravity, NULL));
@@ -459,6 +463,174 @@ static PetscErrorCode Residual(Nonsmooth *ns, MPMSim sim, double *res)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* -------------------------------------------------------------- APGD */
+/* U_j = B_j P du(l) (+ b_j): the velocities at every owned stress node of
+ * the stresses l, du(l) = dt M^-1 B^T l (spread as the warm start is). */
+static PetscErrorCode ApplyDelassus(Nonsmooth *ns, MPMSim sim, double *l, PetscBool withb, Vec incr, double *U)
+{
+  const MPMLayout   *ly = &sim->layout;
+  const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof;
+  const PetscInt     nown = ly->xm[0] * ly->xm[1] * ly->xm[2];
+  double            *keep = ns->lambda;
+  PetscInt           unused = 0;
+  const PetscScalar *F, *nodes, *du;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecZeroEntries(ns->du->global));
+  ns->lambda = l;
+  PetscCall(SweepColour(ns, sim, -1, incr, &unused));
+  ns->lambda = keep;
+  PetscCall(VecGetArrayRead(ns->forms->global, &F));
+  PetscCall(VecGetArrayRead(ns->node->local, &nodes));
+  PetscCall(VecGetArrayRead(ns->du->local, &du));
+  for (PetscInt o = 0; o < nown; o++) {
+    const double *Fo = F + fdof * o;
+    double       *Uo = U + n * o;
+    PetscInt      i[3];
+    for (int s = 0; s < n; s++) Uo[s] = 0;
+    if (Fo[0] <= 0) continue;
+    OwnedIndex(ly, o, i);
+    NodeStrainRate(ns, d, i, Fo, nodes, du, PETSC_FALSE, Uo);
+    for (int s = 0; s < n && withb; s++) Uo[s] += ns->b[n * o + s];
+  }
+  PetscCall(VecRestoreArrayRead(ns->du->local, &du));
+  PetscCall(VecRestoreArrayRead(ns->node->local, &nodes));
+  PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode GlobalDot(MPMSim sim, PetscInt N, const double *a, const double *b, double *dot)
+{
+  PetscFunctionBeginUser;
+  *dot = 0;
+  for (PetscInt k = 0; k < N; k++) *dot += a[k] * b[k];
+  PetscCall(MPMGlobalSum(sim->comm, dot, 1));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Per node scale of the gradient step: the mean diagonal of W_jj (its
+ * inverse for inactive nodes is 0: they never move) */
+static double NodeScale(const Nonsmooth *ns, PetscInt o)
+{
+  double tr = 0;
+  for (int s = 0; s < ns->n; s++) tr += ns->W[ns->n * ns->n * o + s * (ns->n + 1)];
+  return tr > 0 ? tr / ns->n : 0.0;
+}
+
+/* The largest eigenvalue of D^-1/2 A D^-1/2, A the assembled Delassus
+ * operator B P dt M^-1 B^T (symmetric positive semidefinite) and D the
+ * nodes' scales, by power iteration: APGD's step is its inverse. */
+static PetscErrorCode DelassusNorm(Nonsmooth *ns, MPMSim sim, PetscInt N, double *v, double *w, Vec incr, double *L)
+{
+  const int n = ns->n;
+  double    nrm;
+
+  PetscFunctionBeginUser;
+  for (PetscInt k = 0; k < N; k++) v[k] = (k % n == 0 && NodeScale(ns, k / n) > 0) ? 1.0 : 0.0; /* every active node pressed */
+  *L = 0;
+  for (int it = 0; it < 10; it++) {
+    PetscCall(GlobalDot(sim, N, v, v, &nrm));
+    if (nrm <= 0) break;
+    for (PetscInt k = 0; k < N; k++) {
+      const double dj = NodeScale(ns, k / n);
+      v[k] = dj > 0 ? v[k] / (sqrt(nrm) * sqrt(dj)) : 0.0;
+    }
+    PetscCall(ApplyDelassus(ns, sim, v, PETSC_FALSE, incr, w));
+    for (PetscInt k = 0; k < N; k++) {
+      const double dj = NodeScale(ns, k / n);
+      w[k]            = dj > 0 ? w[k] / sqrt(dj) : 0.0;
+      v[k] *= sqrt(dj);
+    }
+    PetscCall(GlobalDot(sim, N, v, w, L)); /* Rayleigh quotient, from below */
+    for (PetscInt k = 0; k < N; k++) v[k] = w[k];
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The largest natural-map residual at lambda l with velocities U, over rho g L */
+static PetscErrorCode ResidualAt(Nonsmooth *ns, MPMSim sim, const double *l, const double *U, double *res)
+{
+  const MPMLayout   *ly = &sim->layout;
+  const int          n = ns->n, fdof = (int)ns->forms->dof;
+  const PetscInt     nown = ly->xm[0] * ly->xm[1] * ly->xm[2];
+  const PetscScalar *F;
+
+  PetscFunctionBeginUser;
+  *res = 0;
+  PetscCall(VecGetArrayRead(ns->forms->global, &F));
+  for (PetscInt o = 0; o < nown; o++) {
+    const double *W = ns->W + n * n * o;
+    double        bl[MPM_SYM_MAX];
+    if (F[fdof * o] <= 0) continue;
+    for (int s = 0; s < n; s++) { /* u = W_jj l + bl = U */
+      bl[s] = U[n * o + s];
+      for (int c = 0; c < n; c++) bl[s] -= W[s * n + c] * l[n * o + c];
+    }
+    *res = PetscMax(*res, mpm_dcfp_residual(n, W, bl, ns->mu[o], l + n * o));
+  }
+  PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
+  PetscCall(MPMGlobalMax(sim->comm, res, 1));
+  *res /= ns->scale;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Accelerated projected gradient (Nesterov; Mazhar et al. 2015) on all
+ * nodes at once, with the De Saxce velocity u + mu |u_T| e_N as the
+ * gradient, so that its fixed points are the Coulomb solutions, the step
+ * of node j 1 / (L d_j) (d_j: NodeScale, a diagonal preconditioner that
+ * keeps the per-node cone projection exact; L: DelassusNorm) and adaptive
+ * restarts.  Every node moves together (a Jacobi-like iteration), so
+ * nothing depends on an order; the rank count enters only through the
+ * global sums' roundoff. */
+static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec incr, PetscInt *its, double *res)
+{
+  const MPMLayout *ly = &sim->layout;
+  const int        n  = ns->n;
+  const PetscInt   N  = n * ly->xm[0] * ly->xm[1] * ly->xm[2];
+  double          *g, *y, *Ug, *Uy, *gn, *Ugn, L, theta = 1, prev;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscMalloc6(N, &g, N, &y, N, &Ug, N, &Uy, N, &gn, N, &Ugn));
+  PetscCall(DelassusNorm(ns, sim, N, gn, Ugn, incr, &L));
+  for (PetscInt k = 0; k < N; k += n) mpm_dcfp_project(n, ns->mu[k / n], ns->lambda + k, g + k); /* the warm start, inside the cone */
+  PetscCall(ApplyDelassus(ns, sim, g, PETSC_TRUE, incr, Ug));
+  PetscCall(ResidualAt(ns, sim, g, Ug, res));
+  PetscCall(PetscArraycpy(y, g, N));
+  PetscCall(PetscArraycpy(Uy, Ug, N));
+  for (*its = 0; *its < ns->max_it && *res > ns->tol && L > 0; (*its)++) {
+    const double t = 1.0 / (1.25 * L); /* the power iteration's estimate is from below */ /* the power iteration's estimate is from below */
+    double       thn, beta, up;
+    for (PetscInt k = 0; k < N; k += n) {
+      double x[MPM_SYM_MAX], ut = 0;
+      for (int s = 1; s < n; s++) ut += Uy[k + s] * Uy[k + s];
+      const double dj = NodeScale(ns, k / n), tj = dj > 0 ? t / dj : 0.0;
+      for (int s = 0; s < n; s++) x[s] = y[k + s] - tj * (Uy[k + s] + (s == 0 ? ns->mu[k / n] * sqrt(ut) : 0.0));
+      mpm_dcfp_project(n, ns->mu[k / n], x, gn + k);
+    }
+    PetscCall(ApplyDelassus(ns, sim, gn, PETSC_TRUE, incr, Ugn));
+    prev = *res;
+    PetscCall(ResidualAt(ns, sim, gn, Ugn, res));
+    { /* restart (O'Donoghue and Candes) when the step went uphill, grad(y) . (gn - g) > 0, */
+      double *dg = y; /* y is rebuilt below: hold gn - g in it */
+      for (PetscInt k = 0; k < N; k++) dg[k] = gn[k] - g[k];
+      PetscCall(GlobalDot(sim, N, Uy, dg, &up));
+      if (*res > prev) up = 1; /* or the residual grew: the stress is statically indeterminate (W singular), and momentum along its null space, where the gradient test sees nothing, made the first steps of a column at rest stall (8e-3 after 50,000 steps; 182 with this test) */
+    }
+    thn  = 0.5 * theta * (sqrt(theta * theta + 4.0) - theta);
+    beta = up > 0 ? 0.0 : theta * (1.0 - theta) / (theta * theta + thn);
+    theta = up > 0 ? 1.0 : thn;
+    for (PetscInt k = 0; k < N; k++) {
+      y[k]  = gn[k] + beta * (gn[k] - g[k]);
+      Uy[k] = Ugn[k] + beta * (Ugn[k] - Ug[k]);
+      g[k]  = gn[k];
+      Ug[k] = Ugn[k];
+    }
+  }
+  PetscCall(PetscArraycpy(ns->lambda, g, N)); /* du is that of g: its ApplyDelassus came last */
+  PetscCall(PetscFree6(g, y, Ug, Uy, gn, Ugn));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* Gauss-Seidel sweeps over the 3^d colours until the residual is below tol */
 static PetscErrorCode SolveDCFP(Nonsmooth *ns, MPMSim sim, PetscInt *its, double *res, PetscInt *failsafe)
 {
@@ -472,11 +644,14 @@ static PetscErrorCode SolveDCFP(Nonsmooth *ns, MPMSim sim, PetscInt *its, double
   { /* the slabs (and the fields' layouts) may move between steps: a work Vec of this step's */
     Vec incr;
     PetscCall(DMGetGlobalVector(ns->du->da, &incr));
-    PetscCall(SweepColour(ns, sim, -1, incr, failsafe)); /* the warm start's velocity change, from du = 0 */
-    PetscCall(Residual(ns, sim, res));
-    for (*its = 0; *its < ns->max_it && *res > ns->tol; (*its)++) {
-      for (int c = 0; c < ncol; c++) PetscCall(SweepColour(ns, sim, c, incr, failsafe));
+    if (ns->solver == NS_SOLVER_APGD) PetscCall(SolveAPGD(ns, sim, incr, its, res));
+    else {
+      PetscCall(SweepColour(ns, sim, -1, incr, failsafe)); /* the warm start's velocity change, from du = 0 */
       PetscCall(Residual(ns, sim, res));
+      for (*its = 0; *its < ns->max_it && *res > ns->tol; (*its)++) {
+        for (int c = 0; c < ncol; c++) PetscCall(SweepColour(ns, sim, c, incr, failsafe));
+        PetscCall(Residual(ns, sim, res));
+      }
     }
     PetscCall(DMRestoreGlobalVector(ns->du->da, &incr));
   }

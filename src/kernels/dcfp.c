@@ -125,6 +125,8 @@ static double natural_map(int n, const double *W, const double *b, double mu, do
   return s;
 }
 
+void mpm_dcfp_project(int n, double mu, const double *x, double *p) { project_cone(n, mu, x, p, NULL); }
+
 double mpm_dcfp_residual(int n, const double *W, const double *b, double mu, const double *r)
 {
   double F[MPM_SYM_MAX], u[MPM_SYM_MAX], tr = 0;
