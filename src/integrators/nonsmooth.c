@@ -597,7 +597,7 @@ static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec incr, PetscInt *i
   PetscCall(ResidualAt(ns, sim, g, Ug, res));
   PetscCall(PetscArraycpy(y, g, N));
   PetscCall(PetscArraycpy(Uy, Ug, N));
-  const double t = 1.0 / (1.25 * L); /* the power iteration's estimate is from below */
+  const double t = L > 0 ? 1.0 / (1.25 * L) : 0.0; /* the power iteration's estimate is from below; L = 0: no active node */
   for (*its = 0; *its < ns->max_it && *res > ns->tol && L > 0; (*its)++) {
     double thn, beta, up;
     for (PetscInt k = 0; k < N; k += n) {
