@@ -508,36 +508,38 @@ static PetscErrorCode GlobalDot(MPMSim sim, PetscInt N, const double *a, const d
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Per node scale of the gradient step: the mean diagonal of W_jj (its
- * inverse for inactive nodes is 0: they never move) */
-static double NodeScale(const Nonsmooth *ns, PetscInt o)
+/* Per node scale of the gradient step: the mean diagonal of W_jj (0 for
+ * inactive nodes: they never move); once per solve, W is fixed during it */
+static void NodeScales(const Nonsmooth *ns, PetscInt nown, double *dsc)
 {
-  double tr = 0;
-  for (int s = 0; s < ns->n; s++) tr += ns->W[ns->n * ns->n * o + s * (ns->n + 1)];
-  return tr > 0 ? tr / ns->n : 0.0;
+  for (PetscInt o = 0; o < nown; o++) {
+    double tr = 0;
+    for (int s = 0; s < ns->n; s++) tr += ns->W[ns->n * ns->n * o + s * (ns->n + 1)];
+    dsc[o] = tr > 0 ? tr / ns->n : 0.0;
+  }
 }
 
 /* The largest eigenvalue of D^-1/2 A D^-1/2, A the assembled Delassus
  * operator B P dt M^-1 B^T (symmetric positive semidefinite) and D the
  * nodes' scales, by power iteration: APGD's step is its inverse. */
-static PetscErrorCode DelassusNorm(Nonsmooth *ns, MPMSim sim, PetscInt N, double *v, double *w, Vec incr, double *L)
+static PetscErrorCode DelassusNorm(Nonsmooth *ns, MPMSim sim, PetscInt N, const double *dsc, double *v, double *w, Vec incr, double *L)
 {
   const int n = ns->n;
   double    nrm;
 
   PetscFunctionBeginUser;
-  for (PetscInt k = 0; k < N; k++) v[k] = (k % n == 0 && NodeScale(ns, k / n) > 0) ? 1.0 : 0.0; /* every active node pressed */
+  for (PetscInt k = 0; k < N; k++) v[k] = (k % n == 0 && dsc[k / n] > 0) ? 1.0 : 0.0; /* every active node pressed */
   *L = 0;
   for (int it = 0; it < 10; it++) {
     PetscCall(GlobalDot(sim, N, v, v, &nrm));
     if (nrm <= 0) break;
     for (PetscInt k = 0; k < N; k++) {
-      const double dj = NodeScale(ns, k / n);
-      v[k] = dj > 0 ? v[k] / (sqrt(nrm) * sqrt(dj)) : 0.0;
+      const double dj = dsc[k / n];
+      v[k]            = dj > 0 ? v[k] / (sqrt(nrm) * sqrt(dj)) : 0.0;
     }
     PetscCall(ApplyDelassus(ns, sim, v, PETSC_FALSE, incr, w));
     for (PetscInt k = 0; k < N; k++) {
-      const double dj = NodeScale(ns, k / n);
+      const double dj = dsc[k / n];
       w[k]            = dj > 0 ? w[k] / sqrt(dj) : 0.0;
       v[k] *= sqrt(dj);
     }
@@ -577,7 +579,7 @@ static PetscErrorCode ResidualAt(Nonsmooth *ns, MPMSim sim, const double *l, con
 /* Accelerated projected gradient (Nesterov; Mazhar et al. 2015) on all
  * nodes at once, with the De Saxce velocity u + mu |u_T| e_N as the
  * gradient, so that its fixed points are the Coulomb solutions, the step
- * of node j 1 / (L d_j) (d_j: NodeScale, a diagonal preconditioner that
+ * of node j 1 / (L d_j) (d_j: NodeScales, a diagonal preconditioner that
  * keeps the per-node cone projection exact; L: DelassusNorm) and adaptive
  * restarts.  Every node moves together (a Jacobi-like iteration), so
  * nothing depends on an order; the rank count enters only through the
@@ -587,11 +589,12 @@ static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec incr, PetscInt *i
   const MPMLayout *ly = &sim->layout;
   const int        n  = ns->n;
   const PetscInt   N  = n * ly->xm[0] * ly->xm[1] * ly->xm[2];
-  double          *g, *y, *Ug, *Uy, *gn, *Ugn, L, theta = 1, prev;
+  double          *g, *y, *Ug, *Uy, *gn, *Ugn, *dsc, L, theta = 1, prev;
 
   PetscFunctionBeginUser;
-  PetscCall(PetscMalloc6(N, &g, N, &y, N, &Ug, N, &Uy, N, &gn, N, &Ugn));
-  PetscCall(DelassusNorm(ns, sim, N, gn, Ugn, incr, &L));
+  PetscCall(PetscMalloc7(N, &g, N, &y, N, &Ug, N, &Uy, N, &gn, N, &Ugn, N / n, &dsc));
+  NodeScales(ns, N / n, dsc);
+  PetscCall(DelassusNorm(ns, sim, N, dsc, gn, Ugn, incr, &L));
   for (PetscInt k = 0; k < N; k += n) mpm_dcfp_project(n, ns->mu[k / n], ns->lambda + k, g + k); /* the warm start, inside the cone */
   PetscCall(ApplyDelassus(ns, sim, g, PETSC_TRUE, incr, Ug));
   PetscCall(ResidualAt(ns, sim, g, Ug, res));
@@ -603,7 +606,7 @@ static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec incr, PetscInt *i
     for (PetscInt k = 0; k < N; k += n) {
       double x[MPM_SYM_MAX], ut = 0;
       for (int s = 1; s < n; s++) ut += Uy[k + s] * Uy[k + s];
-      const double dj = NodeScale(ns, k / n), tj = dj > 0 ? t / dj : 0.0;
+      const double dj = dsc[k / n], tj = dj > 0 ? t / dj : 0.0;
       for (int s = 0; s < n; s++) x[s] = y[k + s] - tj * (Uy[k + s] + (s == 0 ? ns->mu[k / n] * sqrt(ut) : 0.0));
       mpm_dcfp_project(n, ns->mu[k / n], x, gn + k);
     }
@@ -631,7 +634,7 @@ static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec incr, PetscInt *i
     }
   }
   PetscCall(PetscArraycpy(ns->lambda, g, N)); /* du is that of g: its ApplyDelassus came last */
-  PetscCall(PetscFree6(g, y, Ug, Uy, gn, Ugn));
+  PetscCall(PetscFree7(g, y, Ug, Uy, gn, Ugn, dsc));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
