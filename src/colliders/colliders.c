@@ -80,11 +80,12 @@ static PetscErrorCode ObjectSetUp(MPMSim sim, MPMCollider *o, const char *name)
   PetscCall(PetscStrlcat(title, ": contact", sizeof(title))); /* -help prints one block per title */
   PetscOptionsBegin(sim->comm, prefix, title, NULL);
   PetscCall(MPMOptionsEList("-mode", "Collision type", NULL, BCNames, 3, BCNames[mode], &mode, NULL));
+  o->mode = (MPMBCMode)mode;
   PetscCall(MPMOptionsReal("-friction", "Coulomb friction coefficient [-]", NULL, o->friction, &o->friction, NULL));
   PetscCall(ObjectSpecies(sim, o, prefix, PetscOptionsObject));
+  PetscCall(MPMBodyOptions(sim, o, prefix, PetscOptionsObject));
   PetscOptionsEnd();
   PetscCheck(o->friction >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sfriction must be >= 0, got %g", prefix, o->friction);
-  o->mode = (MPMBCMode)mode;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -105,8 +106,13 @@ PetscErrorCode MPMCollidersCreate(MPMSim sim)
   PetscCall(PetscCalloc1(c->nobj, &c->obj));
   PetscCall(PetscCalloc1(6 * c->nobj, &c->impulse));
   PetscCall(PetscCalloc1(6 * c->nobj, &c->last));
+  PetscCall(PetscCalloc1(8 * c->nobj, &c->trial));
+  PetscCall(PetscCalloc1(6 * c->nobj, &c->mark));
   PetscCall(WallsSetUp(sim, c));
-  for (PetscInt i = 0; i < n; i++) PetscCall(ObjectSetUp(sim, &c->obj[c->nwalls + i], names[i]));
+  for (PetscInt i = 0; i < n; i++) {
+    PetscCall(ObjectSetUp(sim, &c->obj[c->nwalls + i], names[i]));
+    if (c->obj[c->nwalls + i].dynamic) c->ndynamic++;
+  }
   PetscCall(MPMOptionsFreeNames(names, n));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -118,23 +124,25 @@ PetscErrorCode MPMCollidersDestroy(MPMColliders *c)
   PetscCall(PetscFree((*c)->obj));
   PetscCall(PetscFree((*c)->impulse));
   PetscCall(PetscFree((*c)->last));
+  PetscCall(PetscFree((*c)->trial));
+  PetscCall(PetscFree((*c)->mark));
   PetscCall(PetscFree(*c));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The deck's objects at time t (the walls do not move). */
+/* The deck's objects at time t (the walls do not move; dynamic bodies move
+ * by MPMCollidersAdvance). */
 void MPMCollidersAtTime(MPMColliders c, double t)
 {
-  for (PetscInt o = c->nwalls; o < c->nobj; o++) MPMPlacedShapeAtTime(&c->obj[o].ps, c->dim, t);
+  for (PetscInt o = c->nwalls; o < c->nobj; o++)
+    if (!c->obj[o].dynamic) MPMPlacedShapeAtTime(&c->obj[o].ps, c->dim, t);
 }
 
-/* Collide one grid node of species `species` (position x, mass m, velocity
- * v after forces) with every object that acts on that species in turn, and
- * book the impulse each object took: the node's momentum change reversed,
- * -m dv, and its moment about the object's centre.
- * Returns the strongest MPMContact over the objects (held by friction
- * wins). */
-MPMContact MPMCollidersApply(MPMColliders c, PetscInt species, const double *x, double m, double dt, double *v)
+/* Every object acting on `species` in turn on the node velocity v at x;
+ * when impulse is given, each object's impulse (the node's momentum change
+ * reversed, -m dv) and its moment about the object's centre are added to
+ * it.  Returns the strongest MPMContact (held by friction wins). */
+static MPMContact CollideNode(MPMColliders c, PetscInt species, const double *x, double m, double dt, double *v, double *impulse, PetscBool trial)
 {
   const PetscInt d       = c->dim;
   MPMContact     contact = MPM_CONTACT_NONE;
@@ -147,17 +155,48 @@ MPMContact MPMCollidersApply(MPMColliders c, PetscInt species, const double *x, 
     const MPMContact acted = mpm_collide_node((int)d, obj->mode, obj->friction, phi, n, vb, dt, c->tol, v);
     if (acted == MPM_CONTACT_NONE) continue;
     if (acted > contact) contact = acted; /* the enum is ordered: held > moved > none */
-    double *imp = c->impulse + 6 * o;
+    if (!impulse && !(trial && obj->dynamic)) continue;
+    double *imp = impulse ? impulse + 6 * o : c->trial + 8 * o, r2 = 0;
     for (PetscInt a = 0; a < d; a++) {
       J[a] = -m * (v[a] - before[a]);
       r[a] = x[a] - obj->ps.c[a];
       imp[a] += J[a];
+      r2 += r[a] * r[a];
     }
     imp[3] += r[1] * J[2] - r[2] * J[1];
     imp[4] += r[2] * J[0] - r[0] * J[2];
     imp[5] += r[0] * J[1] - r[1] * J[0];
+    if (!impulse) { /* the contact's mass, for the body's relaxation */
+      imp[6] += m;
+      imp[7] += m * r2;
+    }
   }
   return contact;
+}
+
+/* Collide one grid node of species `species` (position x, mass m, velocity
+ * v after forces) with every object that acts on that species in turn, and
+ * book the impulse each object took. */
+MPMContact MPMCollidersApply(MPMColliders c, PetscInt species, const double *x, double m, double dt, double *v) { return CollideNode(c, species, x, m, dt, v, c->impulse, PETSC_FALSE); }
+
+/* The same collision, friction included, at a trial state of a solve (the
+ * nonsmooth Gauss-Seidel's walls): nothing goes to the report; at owned
+ * nodes, the impulses on dynamic bodies go to c->trial for their update. */
+MPMContact MPMCollidersVelocity(MPMColliders c, PetscInt species, const double *x, double m, double dt, PetscBool owned, double *v)
+{
+  return CollideNode(c, species, x, m, dt, v, NULL, owned && c->ndynamic > 0 ? PETSC_TRUE : PETSC_FALSE);
+}
+
+/* Whether an object acting on the species is within `reach` of x (phi <= reach). */
+PetscBool MPMCollidersNear(MPMColliders c, PetscInt species, const double *x, double reach)
+{
+  for (PetscInt o = 0; o < c->nobj; o++) {
+    const MPMCollider *obj = &c->obj[o];
+    double             n[3], vb[3];
+    if (obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
+    if (MPMPlacedShapeEval(&obj->ps, c->dim, x, n, vb) <= reach) return PETSC_TRUE;
+  }
+  return PETSC_FALSE;
 }
 
 /* The collisions of the implicit solve (Klar et al. s. 5.6, "projection
@@ -209,8 +248,14 @@ double MPMCollidersFreeFraction(MPMColliders c, PetscInt species, const double *
   return f;
 }
 
-/* One step of length dt was applied. */
-void MPMCollidersAdvance(MPMColliders c, double dt) { c->elapsed += dt; }
+/* One step of length dt was applied: dynamic bodies move with their
+ * velocities of the step. */
+void MPMCollidersAdvance(MPMColliders c, double dt)
+{
+  c->elapsed += dt;
+  for (PetscInt o = c->nwalls; o < c->nobj; o++)
+    if (c->obj[o].dynamic) MPMPlacedShapeAdvance(&c->obj[o].ps, c->dim, dt);
+}
 
 /* Objects with a column in history.csv: all but those switched off (mode none). */
 PetscBool MPMColliderReported(const MPMCollider *o) { return o->mode != MPM_BC_NONE ? PETSC_TRUE : PETSC_FALSE; }

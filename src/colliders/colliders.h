@@ -13,6 +13,12 @@ typedef struct {
   MPMBCMode      mode;
   double         friction; /* Coulomb coefficient */
   PetscInt       species;  /* the species it acts on (index into sim->species), -1: every species */
+  /* A two-way coupled rigid body (-<name>_dynamic, bodies.c): ps.c, ps.R,
+   * ps.vel and ps.omega are its state, not a prescribed motion. */
+  PetscBool dynamic;
+  double    mass, Ib[9];          /* [kg] and the inertia tensor in the body frame [kg m^2] (per unit depth in 2D: Ib[0] about z) */
+  double    torque[3];            /* applied torque [N m] (2D: [2]) */
+  double    vfree[3], wfree[3];   /* this step's velocities before the grains act */
 } MPMCollider;
 
 struct _p_MPMColliders {
@@ -26,16 +32,28 @@ struct _p_MPMColliders {
   double      *impulse;
   double       elapsed;
   double      *last; /* the last report (repeated for a second row at the same step) */
+  PetscInt     ndynamic;
+  double      *trial; /* per object, this rank's owned nodes, during a solve: impulse (6), contact mass, contact m r^2 */
+  double      *mark;  /* impulse before the step's final collision */
 };
 
 PetscErrorCode MPMCollidersCreate(MPMSim sim);
 PetscErrorCode MPMCollidersDestroy(MPMColliders *c);
 void           MPMCollidersAtTime(MPMColliders c, double t);
 MPMContact     MPMCollidersApply(MPMColliders c, PetscInt species, const double *x, double m, double dt, double *v);
+MPMContact     MPMCollidersVelocity(MPMColliders c, PetscInt species, const double *x, double m, double dt, PetscBool owned, double *v);
+PetscBool      MPMCollidersNear(MPMColliders c, PetscInt species, const double *x, double reach);
 void           MPMCollidersProject(MPMColliders c, PetscInt species, const double *x, double dt, double *v, double *Pi);
 void           MPMCollidersAdvance(MPMColliders c, double dt);
 double         MPMCollidersFreeFraction(MPMColliders c, PetscInt species, const double *x, double h);
 PetscBool      MPMColliderReported(const MPMCollider *o);
+/* bodies.c: two-way coupled rigid bodies */
+PetscErrorCode MPMBodyOptions(MPMSim sim, MPMCollider *o, const char *prefix, PetscOptionItems *PetscOptionsObject);
+void           MPMCollidersBodiesPredict(MPMColliders c, const double *g, double dt);
+PetscErrorCode MPMCollidersBodiesRelax(MPMColliders c, MPI_Comm comm);
+void           MPMCollidersBodiesMark(MPMColliders c);
+PetscErrorCode MPMCollidersBodiesSettle(MPMColliders c, MPI_Comm comm);
+double         MPMCollidersBodiesSpeed(MPMColliders c);
 PetscErrorCode MPMCollidersReport(MPMColliders c, MPI_Comm comm, double *ft);
 
 #endif

@@ -212,6 +212,7 @@ typedef struct {
 
 PetscErrorCode MPMShapeFromOptions(MPI_Comm comm, PetscInt dim, const char *prefix, const char *title, PetscBool allow_half_space, PetscBool allow_motion, MPMPlacedShape *ps);
 void           MPMPlacedShapeAtTime(MPMPlacedShape *ps, PetscInt dim, double t);
+void           MPMPlacedShapeAdvance(MPMPlacedShape *ps, PetscInt dim, double dt);
 double         MPMPlacedShapeEval(const MPMPlacedShape *ps, PetscInt dim, const double *x, double *grad, double *vb);
 PetscBool      MPMPlacedShapeBBox(const MPMPlacedShape *ps, PetscInt dim, double *lo, double *hi);
 

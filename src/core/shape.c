@@ -86,8 +86,8 @@ PetscErrorCode MPMShapeFromOptions(MPI_Comm comm, PetscInt d, const char *prefix
     RotationExp(d, rot, ps->R0);
   }
   if (allow_motion) {
-    PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-velocity", "Prescribed velocity of the object [m/s]", d, ps->vel, NULL));
-    PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-angular_velocity", "Angular velocity about -center (one value in 2D) [rad/s]", d == 2 ? 1 : 3,
+    PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-velocity", "Velocity of the object: prescribed, or a dynamic body's initial velocity [m/s]", d, ps->vel, NULL));
+    PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-angular_velocity", "Angular velocity about -center: prescribed, or a dynamic body's initial one (one value in 2D) [rad/s]", d == 2 ? 1 : 3,
                          d == 2 ? &ps->omega[2] : ps->omega, NULL));
   }
   PetscOptionsEnd();
@@ -134,6 +134,23 @@ void MPMPlacedShapeAtTime(MPMPlacedShape *ps, PetscInt d, double t)
       for (PetscInt k = 0; k < d; k++) r += Rw[i * d + k] * ps->R0[k * d + j];
       ps->R[i * d + j] = r;
     }
+}
+
+/* A dynamic body's frame one step on, with its current velocities:
+ * c += dt v, R = exp(dt [omega]) R (omega in the world frame). */
+void MPMPlacedShapeAdvance(MPMPlacedShape *ps, PetscInt d, double dt)
+{
+  const double wt[3] = {ps->omega[0] * dt, ps->omega[1] * dt, ps->omega[2] * dt};
+  double       Rw[9], R[9];
+  for (PetscInt a = 0; a < d; a++) ps->c[a] += dt * ps->vel[a];
+  RotationExp(d, wt, Rw);
+  for (PetscInt i = 0; i < d; i++)
+    for (PetscInt j = 0; j < d; j++) {
+      double r = 0;
+      for (PetscInt k = 0; k < d; k++) r += Rw[i * d + k] * ps->R[k * d + j];
+      R[i * d + j] = r;
+    }
+  for (PetscInt a = 0; a < d * d; a++) ps->R[a] = R[a];
 }
 
 /* World bounding box of the shape at its current frame (FALSE if

@@ -25,9 +25,11 @@
  * verbs).  The per-node problem is solved exactly (kernels/dcfp.c).  The
  * stress of the step is kept on the particles (field "lambda") to
  * warm-start the next step, which also carries it through checkpoints and
- * migration.  Walls and objects: their projection P inside the DCFP (the
- * stress cannot push into them), then the usual collisions with friction on
- * the final velocity, which books the force on them. */
+ * migration.  Walls and objects: with Gauss-Seidel, part of the friction
+ * problem (each wall node's Coulomb contact solved exactly between colours,
+ * WallVelocities; D s. 6.1); with APGD, their projection P inside it and
+ * their friction on the final velocity.  The final collision books the
+ * force on them. */
 #include "integrators.h"
 
 #define NS_NB_MAX 27 /* velocity nodes a stress node sees: 3^d */
@@ -39,11 +41,12 @@ typedef struct {
   PetscInt        f_lambda; /* particle field: the stress of its node at the last step */
   int             n, nb;    /* stress components (mpm_sym_size), neighbours (3^d) */
   MPMGridField   *forms;    /* per node: V, V mu, V lambda (n), G (nb x d) */
-  MPMGridField   *node;     /* per node: dt/m, u* free (d), u* projected (d), P (d x d) */
+  MPMGridField   *node;     /* per node: dt/m, u* free (d), u* projected (d), P (d x d), near a wall or object (1/0) */
   MPMGridField   *du;       /* per node: dt/m B^T lambda (d), the stress's velocity change before P */
   MPMGridField   *lam;      /* per node: lambda (n), for G2P */
   PetscInt        cap;
-  double         *W, *b, *mu, *lambda; /* per owned node: Delassus block n x n, b = B P u* + k, mu, lambda */
+  double         *W, *b, *k, *mu, *lambda; /* per owned node: Delassus block n x n, b = B P u* + k, k's trace part, mu, lambda */
+  double          dt;
   double          scale;                /* rho g L [Pa]: the tolerance's unit */
   MPMStepStats    st;
 } Nonsmooth;
@@ -124,6 +127,8 @@ static PetscErrorCode NonsmoothSetUp(MPMIntegrator integ, MPMSim sim)
                mat->name);
     rho = PetscMax(rho, mat->density);
   }
+  PetscCheck(sim->colliders->ndynamic == 0 || ns->solver == NS_SOLVER_GS, sim->comm, PETSC_ERR_USER_INPUT,
+             "-nonsmooth_solver apgd: dynamic bodies (-<object>_dynamic) are coupled by the Gauss-Seidel only; allowed: -nonsmooth_solver gs");
   ns->n  = mpm_sym_size((int)sim->dim);
   ns->nb = sim->dim == 3 ? 27 : 9;
   PetscCall(MPMIntegratorStressFields(sp, &ns->f));
@@ -133,7 +138,7 @@ static PetscErrorCode NonsmoothSetUp(MPMIntegrator integ, MPMSim sim)
   }
   PetscCall(MPMGridFieldCreate(sim, "granular_momentum", mpm_transfer_dof((int)sim->dim, 0), PETSC_FALSE, &sp->grid));
   PetscCall(MPMGridFieldCreate(sim, "dcfp_forms", 2 + ns->n + ns->nb * sim->dim, PETSC_FALSE, &ns->forms));
-  PetscCall(MPMGridFieldCreate(sim, "dcfp_nodes", 1 + 2 * sim->dim + sim->dim * sim->dim, PETSC_FALSE, &ns->node));
+  PetscCall(MPMGridFieldCreate(sim, "dcfp_nodes", 2 + 2 * sim->dim + sim->dim * sim->dim, PETSC_FALSE, &ns->node));
   PetscCall(MPMGridFieldCreate(sim, "dcfp_du", sim->dim, PETSC_FALSE, &ns->du));
   PetscCall(MPMGridFieldCreate(sim, "dcfp_lambda", ns->n, PETSC_FALSE, &ns->lam));
   for (PetscInt a = 0; a < sim->dim; a++) g += sim->gravity[a] * sim->gravity[a];
@@ -160,6 +165,7 @@ static double NonsmoothStableDt(MPMIntegrator integ, const MPMSim sim, double vm
   if (sim->dt_fixed > 0) return dt;
   for (PetscInt a = 0; a < sim->dim; a++) g += sim->gravity[a] * sim->gravity[a];
   if (g > 0) dt = PetscMin(dt, sqrt(ns->cfl_gravity * h / sqrt(g)));
+  vmax = PetscMax(vmax, MPMCollidersBodiesSpeed(sim->colliders));
   if (vmax > 0) dt = PetscMin(dt, sim->cfl * h / vmax);
   return dt;
 }
@@ -233,7 +239,8 @@ static PetscErrorCode AssembleForms(Nonsmooth *ns, MPMSim sim)
 }
 
 /* The velocity nodes: u* = p / m + dt g, its projection on the walls and
- * objects (P u* + c, P), dt / m; gathered to the ghosts. */
+ * objects (P u* + c, P), dt / m, whether a wall or object is near; gathered
+ * to the ghosts. */
 static PetscErrorCode PredictNodes(Nonsmooth *ns, MPMSim sim, double dt)
 {
   const MPMLayout   *l = &sim->layout;
@@ -256,6 +263,9 @@ static PetscErrorCode PredictNodes(Nonsmooth *ns, MPMSim sim, double dt)
     for (int c = 0; c < d; c++) nd[1 + c] = nd[1 + d + c] = gn[1 + c] / gn[0] + dt * gs * sim->gravity[c];
     MPMLayoutOwnedNodeX(l, o, x);
     MPMCollidersProject(sim->colliders, 0, x, dt, nd + 1 + d, nd + 1 + 2 * d);
+    /* Gauss-Seidel collides only these nodes at every sweep (WallVelocities): beyond two
+       cells a node would need to cross 2 cells in one step to be caught */
+    nd[ndof - 1] = MPMCollidersNear(sim->colliders, 0, x, 2 * l->h) ? 1.0 : 0.0;
   }
   PetscCall(VecRestoreArray(ns->node->global, &a));
   PetscCall(VecRestoreArrayRead(sim->species[0]->grid->global, &g));
@@ -297,9 +307,9 @@ static PetscErrorCode NodeProblems(Nonsmooth *ns, MPMSim sim, double dt, PetscBo
 
   PetscFunctionBeginUser;
   if (nown > ns->cap) {
-    PetscCall(PetscFree4(ns->W, ns->b, ns->mu, ns->lambda));
+    PetscCall(PetscFree5(ns->W, ns->b, ns->k, ns->mu, ns->lambda));
     ns->cap = nown;
-    PetscCall(PetscMalloc4(nown * n * n, &ns->W, nown * n, &ns->b, nown, &ns->mu, nown * n, &ns->lambda));
+    PetscCall(PetscMalloc5(nown * n * n, &ns->W, nown * n, &ns->b, nown, &ns->k, nown, &ns->mu, nown * n, &ns->lambda));
   }
   *nactive = 0;
   PetscCall(VecGetArrayRead(ns->forms->global, &F));
@@ -309,7 +319,7 @@ static PetscErrorCode NodeProblems(Nonsmooth *ns, MPMSim sim, double dt, PetscBo
     double       *W = ns->W + n * n * o, *b = ns->b + n * o, *lam = ns->lambda + n * o;
     PetscInt      i[3];
     OwnedIndex(l, o, i);
-    ns->mu[o] = 0;
+    ns->mu[o] = ns->k[o] = 0;
     for (int s = 0; s < n; s++) b[s] = 0;
     if (warm)
       for (int s = 0; s < n; s++) lam[s] = 0;
@@ -324,7 +334,8 @@ static PetscErrorCode NodeProblems(Nonsmooth *ns, MPMSim sim, double dt, PetscBo
       double x[3];
       MPMLayoutOwnedNodeX(l, o, x);
       const double room = ns->phi_max * hd * MPMCollidersFreeFraction(sim->colliders, 0, x, l->h) - Fo[0];
-      b[0] += cd * (room >= 0 ? room : ns->decompaction * room) / (d * dt);
+      ns->k[o] = cd * (room >= 0 ? room : ns->decompaction * room) / (d * dt);
+      b[0] += ns->k[o];
     }
     for (int c = 0; c < n; c++) { /* column c: lambda = e_c */
       double e[MPM_SYM_MAX] = {0}, T[9], A[9] = {0}, r[MPM_SYM_MAX];
@@ -351,16 +362,72 @@ static PetscErrorCode NodeProblems(Nonsmooth *ns, MPMSim sim, double dt, PetscBo
 }
 
 /* ----------------------------------------------------------- the DCFP */
-/* gamma_j = b_j + B_j P du, and the node's problem right-hand side
- * gamma_j - W_j lambda_j (the rest of the operator, frozen) */
-static void NodeRhs(const Nonsmooth *ns, int d, PetscInt o, const PetscInt *i, const double *Fo, const double *nodes, const double *du, double *bl)
+/* The velocity Gauss-Seidel's stress nodes see, u = u* + du through the
+ * walls and objects with their Coulomb friction, at every local node (the
+ * ghosts too: du is gathered, so each rank finds the same).  This makes the
+ * walls part of the friction problem (D s. 6.1, frictional boundaries as
+ * bodies of infinite inertia): each wall node's contact impulse is the exact
+ * solution of its own Coulomb problem (its Delassus block is M^-1, isotropic)
+ * given the stress, a block of the Gauss-Seidel solved between colours.
+ * Applying the friction only after the solve let the grains on a floor
+ * slide over the held bottom layer (a confined layer under a 15 degree tilt
+ * crept at 0.8 mm/s). */
+static PetscErrorCode WallVelocities(Nonsmooth *ns, MPMSim sim, Vec vell)
+{
+  const MPMGridBox  *bx = &ns->node->box;
+  const MPMLayout   *l  = &sim->layout;
+  const int          d = (int)sim->dim, ndof = (int)ns->node->dof;
+  const PetscScalar *nodes, *du;
+  PetscScalar       *vel;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecGetArrayRead(ns->node->local, &nodes));
+  PetscCall(VecGetArrayRead(ns->du->local, &du));
+  PetscCall(VecGetArray(vell, &vel));
+  for (PetscInt k = 0; k < bx->gn[2]; k++)
+    for (PetscInt j = 0; j < bx->gn[1]; j++)
+      for (PetscInt i = 0; i < bx->gn[0]; i++) {
+        const PetscInt li = (k * bx->gn[1] + j) * bx->gn[0] + i, gi[3] = {bx->gs[0] + i, bx->gs[1] + j, bx->gs[2] + k};
+        const double  *nd = nodes + ndof * li;
+        double        *v  = vel + d * li, x[3];
+        for (int c = 0; c < d; c++) v[c] = nd[0] > 0 ? nd[1 + c] + du[d * li + c] : 0.0;
+        if (nd[0] <= 0 || nd[ndof - 1] == 0) continue;
+        PetscBool owned = PETSC_TRUE;
+        for (int c = 0; c < d; c++) {
+          x[c] = bx->origin[c] + bx->h * gi[c];
+          if (gi[c] < l->xs[c] || gi[c] >= l->xs[c] + l->xm[c]) owned = PETSC_FALSE;
+        }
+        (void)MPMCollidersVelocity(sim->colliders, 0, x, ns->dt / nd[0], ns->dt, owned, v);
+      }
+  PetscCall(VecRestoreArray(vell, &vel));
+  PetscCall(VecRestoreArrayRead(ns->du->local, &du));
+  PetscCall(VecRestoreArrayRead(ns->node->local, &nodes));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* B_j v for the node velocities vel (local, d per node) */
+static void NodeStrainRateOf(const Nonsmooth *ns, int d, const PetscInt *i, const double *F, const double *vel, double *r)
+{
+  double A[9] = {0};
+  for (int s = 0; s < ns->nb; s++) {
+    const double *v = vel + d * NeighbourIndex(&ns->node->box, d, i, s), *G = F + 2 + ns->n + s * d;
+    for (int a = 0; a < d; a++)
+      for (int c = 0; c < d; c++) A[a * d + c] += v[a] * G[c];
+  }
+  ChiT(d, A, r);
+}
+
+/* gamma_j = B_j u + k_j with u the velocities through the walls, and the
+ * node's problem right-hand side gamma_j - W_j lambda_j (the rest of the
+ * operator, frozen) */
+static void NodeRhs(const Nonsmooth *ns, int d, PetscInt o, const PetscInt *i, const double *Fo, const double *vel, double *bl)
 {
   const int     n = ns->n;
   const double *W = ns->W + n * n * o, *lam = ns->lambda + n * o;
   double        g[MPM_SYM_MAX];
-  NodeStrainRate(ns, d, i, Fo, nodes, du, PETSC_FALSE, g);
+  NodeStrainRateOf(ns, d, i, Fo, vel, g);
   for (int s = 0; s < n; s++) {
-    bl[s] = ns->b[n * o + s] + g[s];
+    bl[s] = (s == 0 ? ns->k[o] : 0.0) + g[s];
     for (int c = 0; c < n; c++) bl[s] -= W[s * n + c] * lam[c];
   }
 }
@@ -383,19 +450,20 @@ static void SpreadStress(const Nonsmooth *ns, int d, const PetscInt *i, const do
 /* One colour: every owned node of it solves its problem; the changes of
  * lambda go to the velocity nodes as dt/m chi(dlambda) G_ji (on the
  * owners, then back to the ghosts).  Colour -1: no solve, every node's
- * lambda as it stands is spread (the warm start, onto du = 0). */
-static PetscErrorCode SweepColour(Nonsmooth *ns, MPMSim sim, int colour, Vec incr, PetscInt *failsafe)
+ * lambda as it stands is spread (the warm start, onto du = 0).  With vell
+ * (Gauss-Seidel), the velocities through the walls are then refreshed. */
+static PetscErrorCode SweepColour(Nonsmooth *ns, MPMSim sim, int colour, Vec vell, Vec incr, PetscInt *failsafe)
 {
   const MPMLayout   *l = &sim->layout;
   const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof;
   const PetscInt     nown = l->xm[0] * l->xm[1] * l->xm[2];
-  const PetscScalar *F, *nodes, *du;
+  const PetscScalar *F, *nodes, *vel = NULL;
   PetscScalar       *inc;
 
   PetscFunctionBeginUser;
   PetscCall(VecGetArrayRead(ns->forms->global, &F));
   PetscCall(VecGetArrayRead(ns->node->local, &nodes));
-  PetscCall(VecGetArrayRead(ns->du->local, &du));
+  if (vell) PetscCall(VecGetArrayRead(vell, &vel));
   {
     Vec incl;
     PetscCall(DMGetLocalVector(ns->du->da, &incl));
@@ -413,7 +481,7 @@ static PetscErrorCode SweepColour(Nonsmooth *ns, MPMSim sim, int colour, Vec inc
         continue;
       }
       if ((int)(i[0] % 3 + 3 * (i[1] % 3) + 9 * (i[2] % 3)) != colour) continue;
-      NodeRhs(ns, d, o, i, Fo, nodes, du, bl);
+      NodeRhs(ns, d, o, i, Fo, vel, bl);
       if (mpm_dcfp_local(n, ns->W + n * n * o, bl, ns->mu[o], 1e-12, (int)ns->max_newton, r, &its) == MPM_DCFP_FAILSAFE) (*failsafe)++;
       for (int s = 0; s < n; s++) {
         dl[s]                 = r[s] - ns->lambda[n * o + s];
@@ -422,7 +490,7 @@ static PetscErrorCode SweepColour(Nonsmooth *ns, MPMSim sim, int colour, Vec inc
       SpreadStress(ns, d, i, Fo, nodes, dl, inc);
     }
     PetscCall(VecRestoreArray(incl, &inc));
-    PetscCall(VecRestoreArrayRead(ns->du->local, &du));
+    if (vell) PetscCall(VecRestoreArrayRead(vell, &vel));
     PetscCall(MPMGhostScatterAddVec(ns->du, incl, incr));
     PetscCall(DMRestoreLocalVector(ns->du->da, &incl));
   }
@@ -430,33 +498,35 @@ static PetscErrorCode SweepColour(Nonsmooth *ns, MPMSim sim, int colour, Vec inc
   PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
   PetscCall(VecAXPY(ns->du->global, 1.0, incr));
   PetscCall(MPMGhostGather(ns->du));
+  if (vell) {
+    PetscCall(WallVelocities(ns, sim, vell));
+    PetscCall(MPMCollidersBodiesRelax(sim->colliders, sim->comm)); /* the dynamic bodies, from the owned nodes' trial impulses */
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* The largest per-node natural-map residual, over rho g L */
-static PetscErrorCode Residual(Nonsmooth *ns, MPMSim sim, double *res)
+static PetscErrorCode Residual(Nonsmooth *ns, MPMSim sim, Vec vell, double *res)
 {
   const MPMLayout   *l = &sim->layout;
   const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof;
   const PetscInt     nown = l->xm[0] * l->xm[1] * l->xm[2];
-  const PetscScalar *F, *nodes, *du;
+  const PetscScalar *F, *vel;
 
   PetscFunctionBeginUser;
   *res = 0;
   PetscCall(VecGetArrayRead(ns->forms->global, &F));
-  PetscCall(VecGetArrayRead(ns->node->local, &nodes));
-  PetscCall(VecGetArrayRead(ns->du->local, &du));
+  PetscCall(VecGetArrayRead(vell, &vel));
   for (PetscInt o = 0; o < nown; o++) {
     const double *Fo = F + fdof * o;
     PetscInt      i[3];
     double        bl[MPM_SYM_MAX];
     if (Fo[0] <= 0) continue;
     OwnedIndex(l, o, i);
-    NodeRhs(ns, d, o, i, Fo, nodes, du, bl);
+    NodeRhs(ns, d, o, i, Fo, vel, bl);
     *res = PetscMax(*res, mpm_dcfp_residual(n, ns->W + n * n * o, bl, ns->mu[o], ns->lambda + n * o));
   }
-  PetscCall(VecRestoreArrayRead(ns->du->local, &du));
-  PetscCall(VecRestoreArrayRead(ns->node->local, &nodes));
+  PetscCall(VecRestoreArrayRead(vell, &vel));
   PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
   PetscCall(MPMGlobalMax(sim->comm, res, 1));
   *res /= ns->scale;
@@ -478,7 +548,7 @@ static PetscErrorCode ApplyDelassus(Nonsmooth *ns, MPMSim sim, double *l, PetscB
   PetscFunctionBeginUser;
   PetscCall(VecZeroEntries(ns->du->global));
   ns->lambda = l;
-  PetscCall(SweepColour(ns, sim, -1, incr, &unused));
+  PetscCall(SweepColour(ns, sim, -1, NULL, incr, &unused));
   ns->lambda = keep;
   PetscCall(VecGetArrayRead(ns->forms->global, &F));
   PetscCall(VecGetArrayRead(ns->node->local, &nodes));
@@ -653,12 +723,15 @@ static PetscErrorCode SolveDCFP(Nonsmooth *ns, MPMSim sim, PetscInt *its, double
     PetscCall(DMGetGlobalVector(ns->du->da, &incr));
     if (ns->solver == NS_SOLVER_APGD) PetscCall(SolveAPGD(ns, sim, incr, its, res));
     else {
-      PetscCall(SweepColour(ns, sim, -1, incr, failsafe)); /* the warm start's velocity change, from du = 0 */
-      PetscCall(Residual(ns, sim, res));
+      Vec vel;
+      PetscCall(DMGetLocalVector(ns->du->da, &vel));
+      PetscCall(SweepColour(ns, sim, -1, vel, incr, failsafe)); /* the warm start's velocity change, from du = 0 */
+      PetscCall(Residual(ns, sim, vel, res));
       for (*its = 0; *its < ns->max_it && *res > ns->tol; (*its)++) {
-        for (int c = 0; c < ncol; c++) PetscCall(SweepColour(ns, sim, c, incr, failsafe));
-        PetscCall(Residual(ns, sim, res));
+        for (int c = 0; c < ncol; c++) PetscCall(SweepColour(ns, sim, c, vel, incr, failsafe));
+        PetscCall(Residual(ns, sim, vel, res));
       }
+      PetscCall(DMRestoreLocalVector(ns->du->da, &vel));
     }
     PetscCall(DMRestoreGlobalVector(ns->du->da, &incr));
   }
@@ -802,8 +875,13 @@ static PetscErrorCode NonsmoothStep(MPMIntegrator integ, MPMSim sim, double dt, 
   double          res, act;
 
   PetscFunctionBeginUser;
-  *vmax = 0;
+  *vmax  = 0;
+  ns->dt = dt;
   MPMCollidersAtTime(sim->colliders, sim->t);
+  {
+    const double gs = MPMGravityScale(sim), g[3] = {gs * sim->gravity[0], gs * sim->gravity[1], gs * sim->gravity[2]};
+    MPMCollidersBodiesPredict(sim->colliders, g, dt);
+  }
   PetscCall(MPMIntegratorP2G(sp, &v, 0.0)); /* mass and APIC momentum; dt = 0: no stress force */
   PetscCall(MPMGhostScatterAdd(sp->grid));
   PetscCall(PetscLogEventBegin(MPM_EVENT_FORMS, 0, 0, 0, 0));
@@ -812,7 +890,7 @@ static PetscErrorCode NonsmoothStep(MPMIntegrator integ, MPMSim sim, double dt, 
   PetscCall(NodeProblems(ns, sim, dt, PETSC_TRUE, &nactive));
   PetscCall(PetscLogEventEnd(MPM_EVENT_FORMS, 0, 0, 0, 0));
   PetscCall(SolveDCFP(ns, sim, &its, &res, &failsafe));
-  for (int round = 0; round < 4; round++) { /* again while the walls' contact set grows */
+  for (int round = 0; round < 4 && ns->solver == NS_SOLVER_APGD; round++) { /* again while the walls' contact set grows (Gauss-Seidel collides exactly) */
     PetscBool changed;
     PetscInt  its2, fs2;
     PetscCall(GrowContacts(ns, sim, dt, &changed));
@@ -822,7 +900,9 @@ static PetscErrorCode NonsmoothStep(MPMIntegrator integ, MPMSim sim, double dt, 
     its += its2;
     failsafe += fs2;
   }
+  MPMCollidersBodiesMark(sim->colliders);
   PetscCall(FinishNodes(ns, sim, dt));
+  PetscCall(MPMCollidersBodiesSettle(sim->colliders, sim->comm));
   PetscCall(ParticleStress(ns, sim));
   PetscCall(MPMIntegratorG2P(sp, &v, dt, -1.0, 0.0, vmax));
   for (PetscInt q = 0; q < sp->p.n * sim->dim * sim->dim; q++) v.Fe[q] = (q % (sim->dim * sim->dim)) % (sim->dim + 1) == 0 ? 1.0 : 0.0;
@@ -883,7 +963,7 @@ static PetscErrorCode NonsmoothDestroy(MPMIntegrator integ)
 
   PetscFunctionBeginUser;
   if (!ns) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(PetscFree4(ns->W, ns->b, ns->mu, ns->lambda));
+  PetscCall(PetscFree5(ns->W, ns->b, ns->k, ns->mu, ns->lambda));
   PetscCall(PetscFree(integ->data));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -213,6 +213,19 @@ static PetscErrorCode WriteState(MPMSim sim, hid_t file)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* A body's centre, frame, velocity and angular velocity (18 values) to
+ * (out) or from a checkpoint row. */
+static void BodyState(MPMPlacedShape *ps, double *b, PetscBool out)
+{
+  double *f[4] = {ps->c, ps->R, ps->vel, ps->omega};
+  int     n[4] = {3, 9, 3, 3}, k = 0;
+  for (int i = 0; i < 4; i++)
+    for (int j = 0; j < n[i]; j++, k++) {
+      if (out) b[k] = f[i][j];
+      else f[i][j] = b[k];
+    }
+}
+
 /* The integrator's name and scalars, and every rank's collider impulses
  * since the last history row (one row per rank), so the next row after a
  * restart is the uninterrupted run's. */
@@ -231,6 +244,13 @@ static PetscErrorCode WriteMethodState(MPMSim sim, MPMH5File *F)
   PetscCall(MPMH5WriteAttr(F->file, "collider_elapsed", H5T_NATIVE_DOUBLE, 1, &c->elapsed));
   PetscCall(MPMH5WriteAttr(F->file, "collider_last_report", H5T_NATIVE_DOUBLE, nc, c->last));
   PetscCall(MPMH5WriteArray(&R, "collider_impulse", H5T_NATIVE_DOUBLE, nc, c->impulse));
+  if (c->ndynamic > 0) { /* the dynamic bodies' frames and velocities, the same on every rank */
+    double *b;
+    PetscCall(PetscMalloc1(18 * c->nobj, &b));
+    for (PetscInt o = 0; o < c->nobj; o++) BodyState(&c->obj[o].ps, b + 18 * o, PETSC_TRUE);
+    PetscCall(MPMH5WriteAttr(F->file, "bodies", H5T_NATIVE_DOUBLE, 18 * (int)c->nobj, b));
+    PetscCall(PetscFree(b));
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -576,6 +596,15 @@ static PetscErrorCode ReadMethodState(MPMSim sim, MPMH5File *F, int64_t ranks, c
   PetscCall(MPMH5ReadAttr(F->file, "collider_elapsed", H5T_NATIVE_DOUBLE, 1, &c->elapsed, what));
   PetscCall(MPMH5ReadAttr(F->file, "collider_last_report", H5T_NATIVE_DOUBLE, nc, c->last, what));
   PetscCall(PetscFree(rows));
+  if (c->ndynamic > 0) {
+    double *b;
+    PetscCheck(H5Aexists(F->file, "bodies") > 0, sim->comm, PETSC_ERR_USER_INPUT, "%s has no dynamic bodies; this deck has %" PetscInt_FMT, what, c->ndynamic);
+    PetscCall(PetscMalloc1(18 * c->nobj, &b));
+    PetscCall(MPMH5ReadAttr(F->file, "bodies", H5T_NATIVE_DOUBLE, 18 * (int)c->nobj, b, what));
+    for (PetscInt o = 0; o < c->nobj; o++)
+      if (c->obj[o].dynamic) BodyState(&c->obj[o].ps, b + 18 * o, PETSC_FALSE);
+    PetscCall(PetscFree(b));
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

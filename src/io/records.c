@@ -138,7 +138,7 @@ static PetscErrorCode HistoryHeader(MPMSim sim, char **header)
 {
   MPMStepStats       st;
   const MPMColliders c    = sim->colliders;
-  const size_t       len  = 512 + 40 * MPM_MAX_STATS + 6 * (size_t)c->nobj * (MPM_NAME_LEN + 8);
+  const size_t       len  = 512 + 40 * MPM_MAX_STATS + 15 * (size_t)c->nobj * (MPM_NAME_LEN + 8);
   static const char *f3[] = {"fx", "fy", "fz", "tx", "ty", "tz"}, *f2[] = {"fx", "fy", "tz"};
   char              *h;
 
@@ -150,6 +150,11 @@ static PetscErrorCode HistoryHeader(MPMSim sim, char **header)
   for (PetscInt o = 0; o < c->nobj; o++) {
     if (!MPMColliderReported(&c->obj[o])) continue;
     for (int k = 0; k < (sim->dim == 3 ? 6 : 3); k++) PetscCall(PetscSNPrintf(h + strlen(h), len - strlen(h), ",%s_%s", c->obj[o].name, sim->dim == 3 ? f3[k] : f2[k]));
+  }
+  for (PetscInt o = 0; o < c->nobj; o++) { /* dynamic bodies: centre, velocity, angular velocity */
+    static const char *b3[] = {"x", "y", "z", "vx", "vy", "vz", "wx", "wy", "wz"}, *b2[] = {"x", "y", "vx", "vy", "wz"};
+    if (!c->obj[o].dynamic) continue;
+    for (int k = 0; k < (sim->dim == 3 ? 9 : 5); k++) PetscCall(PetscSNPrintf(h + strlen(h), len - strlen(h), ",%s_%s", c->obj[o].name, sim->dim == 3 ? b3[k] : b2[k]));
   }
   *header = h;
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -244,6 +249,13 @@ PetscErrorCode MPMOutputHistory(MPMSim sim, const MPMDiagnostics *d)
       if (!MPMColliderReported(&c->obj[o])) continue;
       if (sim->dim == 3) fprintf(sim->history, ",%.10g,%.10g,%.10g,%.10g,%.10g,%.10g", f[0], f[1], f[2], f[3], f[4], f[5]);
       else fprintf(sim->history, ",%.10g,%.10g,%.10g", f[0], f[1], f[5]);
+    }
+    for (PetscInt o = 0; o < c->nobj; o++) {
+      const MPMPlacedShape *ps = &c->obj[o].ps;
+      if (!c->obj[o].dynamic) continue;
+      for (PetscInt a = 0; a < sim->dim; a++) fprintf(sim->history, ",%.15g", ps->c[a]);
+      for (PetscInt a = 0; a < sim->dim; a++) fprintf(sim->history, ",%.15g", ps->vel[a]);
+      for (PetscInt a = (sim->dim == 3 ? 0 : 2); a < 3; a++) fprintf(sim->history, ",%.15g", ps->omega[a]);
     }
     fprintf(sim->history, "\n");
     fflush(sim->history);

@@ -1,0 +1,97 @@
+"""Two-way coupled rigid bodies (-<object>_dynamic; Daviet and
+Bertails-Descoubes 2016 s. 6.1, issue 13): inputs/wheel_2d.yaml at dx = 1 cm,
+a disk of radius 4 cm (5.03 kg/m) on a 5 cm sand bed, driven by a torque of
+-1 N m/m, 0.3 s.
+
+1. With rim friction 0.5 the wheel is driven forward (more than 3 cm; measured
+   6.1 cm) and skids: its rim turns faster than it rolls (omega r / v > 1.5;
+   measured 3.1).  Balances, from history.csv at every step:
+   - momentum of grains and wheel: P0 + (m + M) g t minus the walls'
+     impulses, within 1e-6 of (m + M) g t_end (measured 1e-9, the history's
+     printed digits);
+   - the wheel's spin: I omega = tau t + the grains' angular impulse, within
+     1e-6 of tau t_end.
+2. Without rim friction the grains cannot turn it or push it: it spins freely
+   (omega = tau t / I within 1e-9), stays where it is (under 1 mm) and sinks
+   (more than 5 mm; measured 12 mm).
+3. Rank invariance at 1, 2 and 3 ranks (0.1 s): grains and wheel within
+   1e-9 m (the body's update sums over ranks: roundoff).
+4. A restart at step 50 on 2 ranks continues bit for bit, the wheel's
+   state included (checkpoint attribute "bodies").
+"""
+import numpy as np
+import mpmtest as T
+
+c = T.Checks("two-way coupled rigid bodies (nonsmooth integrator)")
+DECK = "wheel_2d.yaml"
+BASE = ["-dx", "0.01", "-history_interval", "1"]
+R, RHO, TAU, G = 0.04, 1000.0, -1.0, 9.81
+M = RHO * np.pi * R * R
+I = 0.5 * M * R * R
+
+
+def final(out):
+    return T.mpmio.sorted_by_id(T.mpmio.read_frame(T.mpmio.frame_files(out)[-1]))
+
+
+def balances(h):
+    """Largest momentum and spin balance errors over the run [N s], [N m s]."""
+    t = h["t"]
+    dt = np.diff(t)
+    m = h["mass"][0]
+    walls_x = sum(h["bc_%s_fx" % f][1:] for f in ("xlo", "xhi", "ylo", "yhi"))
+    walls_y = sum(h["bc_%s_fy" % f][1:] for f in ("xlo", "xhi", "ylo", "yhi"))
+    px = h["momentum_x"] + M * h["wheel_vx"]
+    py = h["momentum_y"] + M * h["wheel_vy"]
+    ex = px - (px[0] - np.concatenate([[0], np.cumsum(walls_x * dt)]))
+    ey = py - (py[0] + np.concatenate([[0], np.cumsum(((m + M) * -G - walls_y) * dt)]))
+    ew = I * h["wheel_wz"] - (TAU * t + np.concatenate([[0], np.cumsum(h["wheel_tz"][1:] * dt)]))
+    return max(np.abs(ex).max(), np.abs(ey).max()), np.abs(ew).max(), (m + M) * G * t[-1]
+
+
+# 1. driven by friction
+out = T.outdir("bodies_wheel")
+T.run_deck(DECK, 1, out, *BASE, "-t_end", "0.3", "-output_dt", "0.1")
+h = T.mpmio.history(out)
+adv = h["wheel_x"][-1] - h["wheel_x"][0]
+c.within("friction 0.5: the wheel advances [m]", adv, 0.03, 0.3)
+c.within("friction 0.5: it skids, |omega| r / v", abs(h["wheel_wz"][-1]) * R / h["wheel_vx"][-1], 1.5, 100)
+ep, ew, scale = balances(h)
+c.close("friction 0.5: momentum balance of grains and wheel / ((m + M) g t)", ep / scale, 0.0, atol=1e-6)
+c.close("friction 0.5: spin balance, I omega - tau t - grains' angular impulse / |tau t|", ew / abs(TAU * h["t"][-1]), 0.0, atol=1e-6)
+c.true("friction 0.5: no particle lost", len(final(out)["id"]) == 1200)
+print("  wheel: x advanced %.4f m, v %.3f m/s, omega %.2f rad/s, sank %.4f m, %.1f sweeps per step"
+      % (adv, h["wheel_vx"][-1], h["wheel_wz"][-1], h["wheel_y"][0] - h["wheel_y"][-1], h["dcfp_its"][1:].mean()))
+
+# 2. no rim friction
+out = T.outdir("bodies_wheel_smooth")
+T.run_deck(DECK, 1, out, *BASE, "-t_end", "0.3", "-output_dt", "0.1", "-wheel_friction", "0")
+h = T.mpmio.history(out)
+c.close("friction 0: spins freely, omega / (tau t / I)", h["wheel_wz"][-1] / (TAU * h["t"][-1] / I), 1.0, rtol=1e-9)
+c.within("friction 0: stays in place, |x - x0| [m]", abs(h["wheel_x"][-1] - h["wheel_x"][0]), 0.0, 1e-3)
+c.within("friction 0: sinks [m]", h["wheel_y"][0] - h["wheel_y"][-1], 0.005, 0.05)
+
+# 3. rank invariance
+runs = {}
+for n in (1, 2, 3):
+    o = T.outdir("bodies_ranks_%d" % n)
+    T.run_deck(DECK, n, o, "-dx", "0.01", "-t_end", "0.1", "-output_dt", "0.1", "-slab_axis", "x")
+    runs[n] = (final(o), T.mpmio.history(o))
+for n in (2, 3):
+    a, b = runs[1], runs[n]
+    c.close("1 vs %d ranks: grains, max position difference [m]" % n, np.abs(a[0]["position"] - b[0]["position"]).max(), 0.0, atol=1e-9)
+    c.close("1 vs %d ranks: wheel centre difference [m]" % n, max(abs(a[1]["wheel_" + k][-1] - b[1]["wheel_" + k][-1]) for k in "xy"), 0.0, atol=1e-9)
+
+# 4. restart bit for bit
+out = T.outdir("bodies_restart")
+args = ["-dx", "0.01", "-t_end", "0.1", "-output_dt", "0.1", "-checkpoint_interval", "50"]
+T.run_deck(DECK, 2, out, *args, "-max_steps", "50")
+T.run_deck(DECK, 2, out, *args, "-restart", "latest")
+ref = T.outdir("bodies_restart_ref")
+T.run_deck(DECK, 2, ref, *args)
+a, b = final(ref), final(out)
+c.true("restart at step 50: grains bit for bit", all(np.array_equal(a[k], b[k]) for k in ("id", "position", "velocity")))
+ha, hb = T.mpmio.history(ref), T.mpmio.history(out)
+c.true("restart at step 50: the wheel's last row bit for bit", all(ha["wheel_" + k][-1] == hb["wheel_" + k][-1] for k in ("x", "y", "vx", "vy", "wz")))
+
+c.done()
