@@ -14,7 +14,7 @@ Coulomb problem is tested in test_kernels, section 11.
    cell).  The walls' friction is part of the friction problem; applied
    after the solve, as before 2026-11-25, the layer slid over its held
    bottom row at 0.8 mm/s (0.06 cell by 0.5 s).
-2. Column collapse, a = 2 (inputs/column_collapse_2d.yaml at 16 cells
+2. Column collapse, a = 2 (inputs/column_collapse_2d.yaml at 16 cells, 2 ranks,
    across L0): the front stops between 2.5 and 6 tau_c, the runout and the
    final height are in the pass bands of reference-data s. 1 ([2.4, 4.6]
    and [0.9, 1.5] L0); the friction problem's sweeps per step are reported
@@ -98,7 +98,7 @@ c.within("tilted layer: largest DCFP residual over rho g L", summary(out)["integ
 
 # 2. column collapse a = 2
 out = T.outdir("nonsmooth_collapse")
-T.run_deck(COLUMN, 1, out, *NS, "-t_end", "0.6", "-output_dt", "0.05")
+T.run_deck(COLUMN, 2, out, *NS, "-t_end", "0.6", "-output_dt", "0.05")  # 2 ranks: 59 s instead of 83
 subprocess.run([sys.executable, os.path.join(T.SOURCE, "postproc", "column_collapse.py"), out], check=True, capture_output=True)
 with open(os.path.join(out, "column_collapse.json")) as fh:
     cc = json.load(fh)
