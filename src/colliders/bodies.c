@@ -68,6 +68,8 @@ PetscErrorCode MPMBodyOptions(MPMSim sim, MPMCollider *o, const char *prefix, Pe
   PetscCheck(rho > 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sdensity must be > 0 kg/m^3 for a dynamic body, got %g", prefix, rho);
   PetscCheck(o->mode == MPM_BC_SEPARATE, sim->comm, PETSC_ERR_USER_INPUT, "-%smode: a dynamic body needs mode separate (the grains may leave it)", prefix);
   PetscCall(BodyMass(sim->comm, sim->dim, prefix, rho, o));
+  PetscCheck(o->mass > 0 && PetscIsNormalReal(o->mass) && PetscIsNormalReal(o->Ib[0]) && o->Ib[0] > 0, sim->comm, PETSC_ERR_USER_INPUT,
+             "-%sdensity %g and the shape give a dynamic body of mass %g kg and inertia %g kg m^2; both must be positive and finite", prefix, rho, o->mass, o->Ib[0]);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -81,10 +83,12 @@ static void WorldInertia(const MPMCollider *o, PetscInt d, PetscBool inv, const 
     return;
   }
   for (int a = 0; a < 9; a++) Ib[a] = o->Ib[a];
-  if (inv) { /* symmetric positive definite 3 x 3: the adjugate over the determinant */
-    const double *m = o->Ib;
-    const double  c0 = m[4] * m[8] - m[5] * m[7], c1 = m[5] * m[6] - m[3] * m[8], c2 = m[3] * m[7] - m[4] * m[6];
-    const double  det = m[0] * c0 + m[1] * c1 + m[2] * c2;
+  if (inv) { /* symmetric positive definite 3 x 3: the adjugate over the determinant, of Ib / s (no overflow) */
+    const double sc = (o->Ib[0] + o->Ib[4] + o->Ib[8]) / 3.0;
+    double       m[9];
+    for (int a = 0; a < 9; a++) m[a] = o->Ib[a] / sc;
+    const double c0 = m[4] * m[8] - m[5] * m[7], c1 = m[5] * m[6] - m[3] * m[8], c2 = m[3] * m[7] - m[4] * m[6];
+    const double det = sc * (m[0] * c0 + m[1] * c1 + m[2] * c2);
     Ib[0] = c0 / det, Ib[1] = (m[2] * m[7] - m[1] * m[8]) / det, Ib[2] = (m[1] * m[5] - m[2] * m[4]) / det;
     Ib[3] = c1 / det, Ib[4] = (m[0] * m[8] - m[2] * m[6]) / det, Ib[5] = (m[2] * m[3] - m[0] * m[5]) / det;
     Ib[6] = c2 / det, Ib[7] = (m[1] * m[6] - m[0] * m[7]) / det, Ib[8] = (m[0] * m[4] - m[1] * m[3]) / det;
