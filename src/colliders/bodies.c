@@ -52,6 +52,22 @@ static PetscErrorCode BodyMass(MPI_Comm comm, PetscInt d, const char *prefix, do
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Ibinv: the inverse of the body-frame inertia, once (symmetric positive
+ * definite 3 x 3: the adjugate over the determinant, of Ib / s so that
+ * nothing overflows) */
+static void InvertInertia(PetscInt d, MPMCollider *o)
+{
+  if (d == 2) return; /* WorldInertia divides by Ib[0] */
+  const double sc = (o->Ib[0] + o->Ib[4] + o->Ib[8]) / 3.0;
+  double       m[9], *B = o->Ibinv;
+  for (int a = 0; a < 9; a++) m[a] = o->Ib[a] / sc;
+  const double c0 = m[4] * m[8] - m[5] * m[7], c1 = m[5] * m[6] - m[3] * m[8], c2 = m[3] * m[7] - m[4] * m[6];
+  const double det = sc * (m[0] * c0 + m[1] * c1 + m[2] * c2);
+  B[0] = c0 / det, B[1] = (m[2] * m[7] - m[1] * m[8]) / det, B[2] = (m[1] * m[5] - m[2] * m[4]) / det;
+  B[3] = c1 / det, B[4] = (m[0] * m[8] - m[2] * m[6]) / det, B[5] = (m[2] * m[3] - m[0] * m[5]) / det;
+  B[6] = c2 / det, B[7] = (m[1] * m[6] - m[0] * m[7]) / det, B[8] = (m[0] * m[4] - m[1] * m[3]) / det;
+}
+
 /* -<name>_dynamic, -<name>_density, -<name>_torque (inside the object's
  * options block). */
 PetscErrorCode MPMBodyOptions(MPMSim sim, MPMCollider *o, const char *prefix, PetscOptionItems *PetscOptionsObject)
@@ -70,28 +86,19 @@ PetscErrorCode MPMBodyOptions(MPMSim sim, MPMCollider *o, const char *prefix, Pe
   PetscCall(BodyMass(sim->comm, sim->dim, prefix, rho, o));
   PetscCheck(o->mass > 0 && PetscIsNormalReal(o->mass) && PetscIsNormalReal(o->Ib[0]) && o->Ib[0] > 0, sim->comm, PETSC_ERR_USER_INPUT,
              "-%sdensity %g and the shape give a dynamic body of mass %g kg and inertia %g kg m^2; both must be positive and finite", prefix, rho, o->mass, o->Ib[0]);
+  InvertInertia(sim->dim, o);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* y = A x, A = R Ib R^T or its inverse (inv): the world inertia of body o */
 static void WorldInertia(const MPMCollider *o, PetscInt d, PetscBool inv, const double *x, double *y)
 {
-  double Ib[9], A[9], t[3];
+  const double *Ib = inv ? o->Ibinv : o->Ib;
+  double        A[3], t[3];
   if (d == 2) {
     y[0] = y[1] = 0;
     y[2] = inv ? x[2] / o->Ib[0] : x[2] * o->Ib[0];
     return;
-  }
-  for (int a = 0; a < 9; a++) Ib[a] = o->Ib[a];
-  if (inv) { /* symmetric positive definite 3 x 3: the adjugate over the determinant, of Ib / s (no overflow) */
-    const double sc = (o->Ib[0] + o->Ib[4] + o->Ib[8]) / 3.0;
-    double       m[9];
-    for (int a = 0; a < 9; a++) m[a] = o->Ib[a] / sc;
-    const double c0 = m[4] * m[8] - m[5] * m[7], c1 = m[5] * m[6] - m[3] * m[8], c2 = m[3] * m[7] - m[4] * m[6];
-    const double det = sc * (m[0] * c0 + m[1] * c1 + m[2] * c2);
-    Ib[0] = c0 / det, Ib[1] = (m[2] * m[7] - m[1] * m[8]) / det, Ib[2] = (m[1] * m[5] - m[2] * m[4]) / det;
-    Ib[3] = c1 / det, Ib[4] = (m[0] * m[8] - m[2] * m[6]) / det, Ib[5] = (m[2] * m[3] - m[0] * m[5]) / det;
-    Ib[6] = c2 / det, Ib[7] = (m[1] * m[6] - m[0] * m[7]) / det, Ib[8] = (m[0] * m[4] - m[1] * m[3]) / det;
   }
   for (int a = 0; a < 3; a++) { /* t = R^T x, then R Ib t */
     t[a] = 0;
@@ -163,7 +170,7 @@ void MPMCollidersBodiesMark(MPMColliders c)
 PetscErrorCode MPMCollidersBodiesSettle(MPMColliders c, MPI_Comm comm)
 {
   const PetscInt d = c->dim;
-  double        *J = c->trial;
+  double        *J = c->mark;
 
   PetscFunctionBeginUser;
   if (c->ndynamic == 0) PetscFunctionReturn(PETSC_SUCCESS);
@@ -177,7 +184,6 @@ PetscErrorCode MPMCollidersBodiesSettle(MPMColliders c, MPI_Comm comm)
     for (PetscInt a = 0; a < d; a++) o->ps.vel[a] = o->vfree[a] + J[6 * k + a] / o->mass;
     for (int a = 0; a < 3; a++) o->ps.omega[a] = o->wfree[a] + dw[a];
   }
-  PetscCall(PetscArrayzero(c->trial, 8 * c->nobj));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -16,7 +16,7 @@ typedef struct {
   /* A two-way coupled rigid body (-<name>_dynamic, bodies.c): ps.c, ps.R,
    * ps.vel and ps.omega are its state, not a prescribed motion. */
   PetscBool dynamic;
-  double    mass, Ib[9];          /* [kg] and the inertia tensor in the body frame [kg m^2] (per unit depth in 2D: Ib[0] about z) */
+  double    mass, Ib[9], Ibinv[9]; /* [kg], the inertia tensor in the body frame [kg m^2] and its inverse (per unit depth in 2D: [0] about z) */
   double    torque[3];            /* applied torque [N m] (2D: [2]) */
   double    vfree[3], wfree[3];   /* this step's velocities before the grains act */
 } MPMCollider;
@@ -34,7 +34,7 @@ struct _p_MPMColliders {
   double      *last; /* the last report (repeated for a second row at the same step) */
   PetscInt     ndynamic;
   double      *trial; /* per object, this rank's owned nodes, during a solve: impulse (6), contact mass, contact m r^2 */
-  double      *mark;  /* impulse before the step's final collision */
+  double      *mark;  /* impulse before the step's final collision, then the collision's own */
 };
 
 PetscErrorCode MPMCollidersCreate(MPMSim sim);
