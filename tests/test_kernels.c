@@ -1807,6 +1807,64 @@ static void test_gradient_divergence(int dim, int order)
   parts_free(&p);
 }
 
+/* The semi-implicit action with packed symmetric maps against the generic
+ * fused pass with the same maps unpacked, and its diagonal against the
+ * action on unit vectors. */
+static double sym_full[64][81];
+static void sym_op(int q, const double *G, double *A, void *ctx)
+{
+  const int nb = *(const int *)ctx * *(const int *)ctx;
+  for (int i = 0; i < nb; i++) {
+    A[i] = 0;
+    for (int j = 0; j < nb; j++) A[i] += sym_full[q][i * nb + j] * G[j];
+  }
+}
+
+static void test_gradient_divergence_sym(int dim, int order)
+{
+  const int       d = dim, nb = d * d, ns = nb * (nb + 1) / 2, np = 64;
+  const char     *nm = order == 2 ? "quadratic" : "cubic";
+  TestGrid        t;
+  MPMParticleView p;
+  double         *S = malloc(sizeof(double) * (size_t)(np * ns)), *in, *ref, *diag, err = 0, scale = 0, derr = 0, dscale = 0;
+  grid_make(&t, dim, order, d, 10);
+  parts_alloc(&p, dim, np);
+  in   = malloc(sizeof(double) * (size_t)(t.nn * d));
+  ref  = calloc((size_t)(t.nn * d), sizeof(double));
+  diag = calloc((size_t)(t.nn * d), sizeof(double));
+  for (long k = 0; k < t.nn * d; k++) in[k] = urange(-1, 1);
+  for (int q = 0; q < np; q++) {
+    random_inside(&t, p.x + q * d);
+    for (int i = 0, k = 0; i < nb; i++)
+      for (int j = i; j < nb; j++, k++) {
+        S[q * ns + k] = urange(-1, 1);
+        sym_full[q][i * nb + j] = sym_full[q][j * nb + i] = S[q * ns + k];
+      }
+  }
+  mpm_gradient_divergence(&t.g, np, p.x, in, sym_op, (void *)&d, ref);
+  grid_clear(&t);
+  mpm_gradient_divergence_sym(&t.g, np, p.x, S, in, t.grid);
+  for (long k = 0; k < t.nn * d; k++) {
+    err   = fmax(err, fabs(t.grid[k] - ref[k]));
+    scale = fmax(scale, fabs(ref[k]));
+  }
+  CHECK(err, 0, 1e-13 * scale, "semi-implicit action %dD %s: packed symmetric maps = the generic fused pass (max |diff|)", d, nm);
+  mpm_p2g_sym_diagonal(&t.g, np, p.x, S, -2.0, diag);
+  for (long node = 0; node < t.nn; node += 7)
+    for (int a = 0; a < d; a++) {
+      memset(in, 0, sizeof(double) * (size_t)(t.nn * d));
+      in[node * d + a] = 1;
+      grid_clear(&t);
+      mpm_gradient_divergence_sym(&t.g, np, p.x, S, in, t.grid);
+      derr   = fmax(derr, fabs(diag[node * d + a] + 2.0 * t.grid[node * d + a]));
+      dscale = fmax(dscale, fabs(t.grid[node * d + a]));
+    }
+  CHECK(derr, 0, 1e-13 * dscale, "semi-implicit action %dD %s: its diagonal (scaled by -2) = the action on unit vectors", d, nm);
+  free(S), free(in), free(ref), free(diag);
+  grid_free(&t);
+  parts_free(&p);
+}
+
 static void test_trial_piola(int dim)
 {
   const MPMDruckerPragerParams p = dp_params(dim, MPM_CONE_PLANE_STRAIN, 30.0, 0.0), pc = dp_params(dim, MPM_CONE_PLANE_STRAIN, 30.0, 2e4);
@@ -2332,6 +2390,7 @@ int main(void)
     for (int order = 2; order <= 3; order++) {
       test_implicit_operators(dim, order);
       test_gradient_divergence(dim, order);
+      test_gradient_divergence_sym(dim, order);
     }
   for (int dim = 2; dim <= 3; dim++) {
     test_trial_elastic(dim, "hencky", mpm_hencky_trial_piola, mpm_hencky_stress);

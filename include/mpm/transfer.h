@@ -75,6 +75,16 @@ void mpm_p2g_divergence(const MPMGridBox *g, int n, const double *X, const doubl
 typedef void (*MPMPointOp)(int p, const double *G, double *A, void *ctx);
 void mpm_gradient_divergence(const MPMGridBox *g, int n, const double *X, const double *in, MPMPointOp op, void *ctx, double *out);
 void mpm_p2g_diagonal(const MPMGridBox *g, int n, const double *X, const double *F, const double *D, double *grid, int off);
+/* The semi-implicit stiffness action with a symmetric linear map per
+ * particle: G_p = sum_i in_i grad w_ip^T, A_p = S_p vec(G_p), out_i +=
+ * sum_p A_p grad w_ip, on grids of dim values per node.  S_p is dim^2 x dim^2
+ * (vec(G)[a dim + b] = G_ab), symmetric, stored as its upper triangle row by
+ * row (dim^2 (dim^2 + 1) / 2 values per particle).  Specialized for dim and
+ * the kernel order: the same sums as mpm_gradient_divergence with the
+ * pointwise map applied as a matrix, reassociated (agrees to roundoff). */
+void mpm_gradient_divergence_sym(const MPMGridBox *g, int n, const double *X, const double *S, const double *in, double *out);
+/* Its diagonal: node i, component a += scale sum_p sum_bc S_p[(a,b),(a,c)] gw_b gw_c. */
+void mpm_p2g_sym_diagonal(const MPMGridBox *g, int n, const double *X, const double *S, double scale, double *grid);
 
 /* For the implicit integrator's assembled preconditioner: the nodes particle
  * x reaches (indices into the box's nodes, not doubles) and y = F^T grad w

@@ -64,6 +64,7 @@ typedef struct {
   Vec                  f0;     /* semi-implicit: dt f at the step's start (owned nodes) */
   PetscBool            bad0;   /* semi-implicit: some particle's F_E is inverted at the start (this rank) */
   PetscBool            definite; /* semi-implicit: each particle's tangent made positive semidefinite */
+  double              *S;        /* semi-implicit, per particle: the map grad du -> -beta dt f of StiffnessAction as a symmetric dim^2 x dim^2 matrix (packed upper triangle) */
 } ImplicitSpecies;
 
 /* The matrix PETSc's preconditioner is built from (-implicit_pmat). */
@@ -90,6 +91,12 @@ typedef struct {
 enum { STAT_NEWTON, STAT_KSP, STAT_HALVINGS, NSTAT };
 
 /* ------------------------------------------------------------ helpers */
+/* Values of a symmetric dim^2 x dim^2 matrix stored as its upper triangle. */
+static PetscInt SymSize(PetscInt d)
+{
+  return d * d * (d * d + 1) / 2;
+}
+
 static PetscErrorCode Scratch(ImplicitSpecies *is)
 {
   const PetscInt n = is->sp->p.n, d = is->sim->dim;
@@ -98,9 +105,11 @@ static PetscErrorCode Scratch(ImplicitSpecies *is)
   if (n <= is->cap) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(PetscFree(is->lin));
   PetscCall(PetscFree(is->A));
+  PetscCall(PetscFree(is->S));
   is->cap = PetscMax(n, (PetscInt)(1.25 * is->cap));
   PetscCall(PetscMalloc1(is->cap, &is->lin));
   PetscCall(PetscMalloc1(is->cap * d * d, &is->A));
+  if (is->semi) PetscCall(PetscMalloc1(is->cap * SymSize(d), &is->S));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -239,7 +248,8 @@ static PetscErrorCode StiffnessAction(ImplicitSpecies *is)
   PetscCall(VecZeroEntries(is->fl));
   PetscCall(VecGetArrayRead(is->ul, &ul));
   PetscCall(VecGetArray(is->fl, &fl));
-  mpm_gradient_divergence(&is->vel->box, (int)p->n, MPMFieldReal(p, p->f_x), ul, JacobianPoint, is, fl);
+  if (is->semi) mpm_gradient_divergence_sym(&is->vel->box, (int)p->n, MPMFieldReal(p, p->f_x), is->S, ul, fl);
+  else mpm_gradient_divergence(&is->vel->box, (int)p->n, MPMFieldReal(p, p->f_x), ul, JacobianPoint, is, fl);
   PetscCall(VecRestoreArray(is->fl, &fl));
   PetscCall(VecRestoreArrayRead(is->ul, &ul));
   PetscCall(MPMGhostScatterAddVec(is->vel, is->fl, is->fg));
@@ -263,13 +273,42 @@ static PetscErrorCode Force(ImplicitSpecies *is, PetscBool *bad)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Semi-implicit, once per step: the linearizations at F^n (u = 0) and the
- * explicit force f0 = dt f(F^n). */
+/* Semi-implicit: every particle's pointwise map G -> A of JacobianPoint as
+ * a matrix, applied to the unit gradients, symmetrized (it is the Hessian
+ * of the energy contracted with F on both sides: symmetric up to roundoff)
+ * and stored packed.  The solver then applies a 45-entry matrix per
+ * particle (3D) instead of the stress differential's rotations, and the
+ * operator is symmetric to roundoff by construction, as CR and MINRES
+ * need.  0 for a rank with an inverted particle (the step is refused). */
+static void SymmetricMaps(ImplicitSpecies *is)
+{
+  const int d = (int)is->sim->dim, nb = d * d, ns = (int)SymSize(d), n = (int)is->sp->p.n;
+
+  for (int q = 0; q < n; q++) {
+    double *Sq = is->S + (size_t)q * ns, M[81];
+    if (is->bad0) {
+      for (int k = 0; k < ns; k++) Sq[k] = 0;
+      continue;
+    }
+    for (int j = 0; j < nb; j++) {
+      double G[9] = {0}, A[9];
+      G[j] = 1;
+      JacobianPoint(q, G, A, is);
+      for (int i = 0; i < nb; i++) M[i * nb + j] = A[i];
+    }
+    for (int i = 0, k = 0; i < nb; i++)
+      for (int j = i; j < nb; j++) Sq[k++] = 0.5 * (M[i * nb + j] + M[j * nb + i]);
+  }
+}
+
+/* Semi-implicit, once per step: the linearizations at F^n (u = 0), their
+ * symmetric maps, and the explicit force f0 = dt f(F^n). */
 static PetscErrorCode LinearizeAtStart(ImplicitSpecies *is)
 {
   PetscFunctionBeginUser;
   PetscCall(VecZeroEntries(is->ul));
   PetscCall(TrialStresses(is, &is->bad0));
+  SymmetricMaps(is);
   PetscCall(Divergence(is));
   PetscCall(VecCopy(is->fg, is->f0));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -338,30 +377,14 @@ static PetscErrorCode FormFunction(SNES snes, Vec X, Vec R, void *ctx)
  * through y = F^T grad w into the stiffness diagonal K_aa of every node,
  * then diag = (Pi (m + K) Pi)_aa + m (1 - Pi_aa) (K's off-diagonal part
  * within a node is left out where a collision projects it). */
-static PetscErrorCode Diagonal(ImplicitSpecies *is)
+/* diag from K's diagonal in is->fg (owned nodes). */
+static PetscErrorCode DiagonalRows(ImplicitSpecies *is)
 {
-  MPMParticles      *p = &is->sp->p;
-  const int          d = (int)p->dim, n = (int)p->n, dof = (int)is->sp->grid->dof;
-  const double      *X = MPMFieldReal(p, p->f_x), *V0 = MPMFieldReal(p, p->f_V0), *Fe = MPMFieldReal(p, is->f.f_Fe);
-  double            *D;
+  const int          d = (int)is->sim->dim, dof = (int)is->sp->grid->dof;
   const PetscScalar *k, *mv;
-  PetscScalar       *fl, *dg;
+  PetscScalar       *dg;
 
   PetscFunctionBeginUser;
-  PetscCall(PetscMalloc1((size_t)n * d * d * d, &D));
-  for (int q = 0; q < n; q++) {
-    double C[81]; /* C[(a d + c) d^2 + j d + f] = dP_ac / dF_jf; the diagonal needs j = a */
-    mpm_iso_tangent(&is->lin[q], C);
-    for (int a = 0; a < d; a++)
-      for (int c = 0; c < d; c++)
-        for (int f = 0; f < d; f++) D[(size_t)q * d * d * d + (a * d + c) * d + f] = is->beta * is->dt * is->dt * V0[q] * C[(a * d + c) * d * d + a * d + f];
-  }
-  PetscCall(VecZeroEntries(is->fl));
-  PetscCall(VecGetArray(is->fl, &fl));
-  mpm_p2g_diagonal(&is->vel->box, n, X, Fe, D, fl, 0);
-  PetscCall(VecRestoreArray(is->fl, &fl));
-  PetscCall(PetscFree(D));
-  PetscCall(MPMGhostScatterAddVec(is->vel, is->fl, is->fg));
   PetscCall(VecGetArrayRead(is->fg, &k));
   PetscCall(VecGetArrayRead(is->sp->grid->global, &mv));
   PetscCall(VecGetArray(is->diag, &dg));
@@ -377,6 +400,36 @@ static PetscErrorCode Diagonal(ImplicitSpecies *is)
   PetscCall(VecRestoreArray(is->diag, &dg));
   PetscCall(VecRestoreArrayRead(is->sp->grid->global, &mv));
   PetscCall(VecRestoreArrayRead(is->fg, &k));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode Diagonal(ImplicitSpecies *is)
+{
+  MPMParticles *p = &is->sp->p;
+  const int     d = (int)p->dim, n = (int)p->n;
+  const double *X = MPMFieldReal(p, p->f_x), *V0 = MPMFieldReal(p, p->f_V0), *Fe = MPMFieldReal(p, is->f.f_Fe);
+  double       *D = NULL;
+  PetscScalar  *fl;
+
+  PetscFunctionBeginUser;
+  if (!is->semi) {
+    PetscCall(PetscMalloc1((size_t)n * d * d * d, &D));
+    for (int q = 0; q < n; q++) {
+      double C[81]; /* C[(a d + c) d^2 + j d + f] = dP_ac / dF_jf; the diagonal needs j = a */
+      mpm_iso_tangent(&is->lin[q], C);
+      for (int a = 0; a < d; a++)
+        for (int c = 0; c < d; c++)
+          for (int f = 0; f < d; f++) D[(size_t)q * d * d * d + (a * d + c) * d + f] = is->beta * is->dt * is->dt * V0[q] * C[(a * d + c) * d * d + a * d + f];
+    }
+  }
+  PetscCall(VecZeroEntries(is->fl));
+  PetscCall(VecGetArray(is->fl, &fl));
+  if (is->semi) mpm_p2g_sym_diagonal(&is->vel->box, n, X, is->S, -1.0, fl); /* S = -beta dt^2 V0 (...): K = -S */
+  else mpm_p2g_diagonal(&is->vel->box, n, X, Fe, D, fl, 0);
+  PetscCall(VecRestoreArray(is->fl, &fl));
+  PetscCall(PetscFree(D));
+  PetscCall(MPMGhostScatterAddVec(is->vel, is->fl, is->fg));
+  PetscCall(DiagonalRows(is));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -1064,6 +1117,7 @@ static PetscErrorCode ImplicitDestroy(MPMIntegrator integ)
     PetscCall(SolverDestroy(&im->s[s]));
     PetscCall(PetscFree(im->s[s].lin));
     PetscCall(PetscFree(im->s[s].A));
+    PetscCall(PetscFree(im->s[s].S));
     PetscCall(PetscFree(im->s[s].Ke));
   }
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -650,3 +650,113 @@ double mpm_g2p(const MPMGridBox *g, const double *grid, double dt, double flip, 
   if (g->order == 2) return split ? g2p_generic(2, 2, 1, g, grid, dt, flip, rest, p) : g2p_generic(2, 2, 0, g, grid, dt, flip, rest, p);
   return split ? g2p_generic(2, 3, 1, g, grid, dt, flip, rest, p) : g2p_generic(2, 3, 0, g, grid, dt, flip, rest, p);
 }
+
+/* ------------------------------------------------------------------------ */
+/* The semi-implicit stiffness action with per-particle symmetric maps        */
+/* ------------------------------------------------------------------------ */
+/* Index of entry (i, j), i <= j, of a symmetric nb x nb matrix stored as its
+ * upper triangle row by row. */
+ALWAYS_INLINE int sym_index(int nb, int i, int j)
+{
+  return i * nb - i * (i - 1) / 2 + (j - i);
+}
+
+/* G = sum_i in_i grad w_i^T, A = S vec(G), out_i += A grad w_i, with the
+ * tensor-product factoring of the file's header: the gradient's columns are
+ * summed row by row (dwx and wx), then plane by plane, then along z; the
+ * divergence builds per-plane and per-row vectors so a node costs 2 dim
+ * FMAs.  vec(G)[a dim + b] = d in_a / d x_b. */
+ALWAYS_INLINE void graddiv_sym(const int dim, const int order, const MPMGridBox *g, int n, const double *restrict X, const double *restrict S,
+                               const double *restrict in, double *restrict out)
+{
+  const int  W = order + 1, Wz = dim == 3 ? W : 1, nb = dim * dim, ns = nb * (nb + 1) / 2;
+  const long sy = (long)dim * g->gn[0], sz = sy * g->gn[1];
+
+  for (int q = 0; q < n; q++) {
+    Stencil       s;
+    double        col[3][3] = {{0}}; /* col[b][a] = d in_a / d x_b */
+    double        gv[9], A[9], Ac[3][3];
+    const double *Sq = S + (size_t)q * ns;
+    stencil_eval(g, dim, order, X + q * dim, &s);
+    const long    o   = dim * node_offset(g, s.base[0], s.base[1], s.base[2]);
+    const double *src = in + o;
+    double       *dst = out + o;
+
+    for (int kz = 0; kz < Wz; kz++) {
+      double P0[3] = {0}, P1[3] = {0}, P2[3] = {0};
+      for (int ky = 0; ky < W; ky++) {
+        const double *row   = src + kz * sz + ky * sy;
+        double        R0[3] = {0}, R1[3] = {0};
+        for (int kx = 0; kx < W; kx++)
+          for (int a = 0; a < dim; a++) {
+            R0[a] += s.dw[0][kx] * row[kx * dim + a];
+            R1[a] += s.w[0][kx] * row[kx * dim + a];
+          }
+        for (int a = 0; a < dim; a++) {
+          P0[a] += s.w[1][ky] * R0[a];
+          P1[a] += s.dw[1][ky] * R1[a];
+          if (dim == 3) P2[a] += s.w[1][ky] * R1[a];
+        }
+      }
+      for (int a = 0; a < dim; a++) {
+        col[0][a] += s.w[2][kz] * P0[a];
+        col[1][a] += s.w[2][kz] * P1[a];
+        if (dim == 3) col[2][a] += s.dw[2][kz] * P2[a];
+      }
+    }
+    for (int a = 0; a < dim; a++)
+      for (int b = 0; b < dim; b++) gv[a * dim + b] = col[b][a];
+    for (int i = 0; i < nb; i++) {
+      double t = 0;
+      for (int j = 0; j < nb; j++) t += Sq[i <= j ? sym_index(nb, i, j) : sym_index(nb, j, i)] * gv[j];
+      A[i] = t;
+    }
+    for (int a = 0; a < dim; a++)
+      for (int b = 0; b < dim; b++) Ac[b][a] = A[a * dim + b];
+
+    /* node (kx, ky, kz) += dwx (wy wz A_0) + wx (dwy wz A_1 + wy dwz A_2) */
+    for (int kz = 0; kz < Wz; kz++) {
+      double Z0[3], Z1[3], Z2[3];
+      for (int a = 0; a < dim; a++) {
+        Z0[a] = s.w[2][kz] * Ac[0][a];
+        Z1[a] = s.w[2][kz] * Ac[1][a];
+        Z2[a] = dim == 3 ? s.dw[2][kz] * Ac[2][a] : 0.0;
+      }
+      for (int ky = 0; ky < W; ky++) {
+        double *row = dst + kz * sz + ky * sy, Ra[3], Rb[3];
+        for (int a = 0; a < dim; a++) {
+          Ra[a] = s.w[1][ky] * Z0[a];
+          Rb[a] = s.dw[1][ky] * Z1[a] + (dim == 3 ? s.w[1][ky] * Z2[a] : 0.0);
+        }
+        for (int kx = 0; kx < W; kx++)
+          for (int a = 0; a < dim; a++) row[kx * dim + a] += s.dw[0][kx] * Ra[a] + s.w[0][kx] * Rb[a];
+      }
+    }
+  }
+}
+
+void mpm_gradient_divergence_sym(const MPMGridBox *g, int n, const double *X, const double *S, const double *in, double *out)
+{
+  if (g->dim == 3) g->order == 2 ? graddiv_sym(3, 2, g, n, X, S, in, out) : graddiv_sym(3, 3, g, n, X, S, in, out);
+  else g->order == 2 ? graddiv_sym(2, 2, g, n, X, S, in, out) : graddiv_sym(2, 3, g, n, X, S, in, out);
+}
+
+void mpm_p2g_sym_diagonal(const MPMGridBox *g, int n, const double *X, const double *S, double scale, double *grid)
+{
+  const int   d = g->dim, nb = d * d, ns = nb * (nb + 1) / 2;
+  StencilGrad sg;
+  for (int q = 0; q < n; q++) {
+    const double *Sq = S + (size_t)q * ns;
+    stencil_grad(g, X + q * d, &sg);
+    for (int k = 0; k < sg.n; k++)
+      for (int a = 0; a < d; a++) {
+        double t = 0;
+        for (int b = 0; b < d; b++)
+          for (int c = 0; c < d; c++) {
+            const int i = a * d + b, j = a * d + c;
+            t += Sq[i <= j ? sym_index(nb, i, j) : sym_index(nb, j, i)] * sg.gw[k][b] * sg.gw[k][c];
+          }
+        grid[sg.at[k] + a] += scale * t;
+      }
+  }
+}
