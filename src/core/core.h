@@ -97,6 +97,8 @@ typedef struct {
   DM         da;
   Vec        global, local;
   MPMGridBox box;
+  PetscInt   builds; /* times it was (re)built: the layout's stamp for objects made on it, the same on every rank (a DM's address is not:
+                        a new DMDA can land where the old one was freed on one rank and not on another) */
 } MPMGridField;
 
 PetscErrorCode MPMGridFieldCreate(MPMSim sim, const char *name, PetscInt dof, PetscBool persistent, MPMGridField **gf);
@@ -351,6 +353,20 @@ PetscErrorCode MPMGhostGather(MPMGridField *gf);
 PetscErrorCode MPMGhostScatterAddVec(MPMGridField *gf, Vec local, Vec global);
 PetscErrorCode MPMGhostGatherVec(MPMGridField *gf, Vec global, Vec local);
 PetscErrorCode MPMMigrate(MPMSim sim, MPMStepReduction *red);
+/* Ghost exchange restricted to the ghost nodes of a grid field (parallel.c):
+ * for a solver whose unknowns are a subset of the owned nodes and which
+ * writes their values into the local vector itself, so that an exchange
+ * costs the slab faces, not a copy of the whole field. */
+typedef struct {
+  DM         da;    /* the layout it was built on */
+  VecScatter sc;    /* global owned entries -> local ghost entries */
+  PetscInt   nrecv; /* owned entries that are ghosts elsewhere */
+  PetscInt  *recv;  /* their offsets in this rank's part of the global vector */
+} MPMGhostLayers;
+PetscErrorCode MPMGhostLayersCreate(MPMGridField *gf, MPMGhostLayers *gl);
+PetscErrorCode MPMGhostLayersDestroy(MPMGhostLayers *gl);
+PetscErrorCode MPMGhostLayersGather(MPMGhostLayers *gl, Vec global, Vec local);
+PetscErrorCode MPMGhostLayersScatterAdd(MPMGhostLayers *gl, Vec local, Vec global);
 PetscErrorCode MPMGlobalStepReduce(MPI_Comm comm, MPMStepReduction *red);
 double         MPMBalanceImbalance(const MPMSim sim, const MPMStepReduction *red);
 PetscErrorCode MPMGlobalSum(MPI_Comm comm, double *buf, PetscInt n);

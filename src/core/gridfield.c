@@ -31,6 +31,7 @@ static PetscErrorCode GridFieldBuild(MPMSim sim, MPMGridField *gf)
   PetscCall(DMDAGetGhostCorners(gf->da, &gs[0], &gs[1], &gs[2], &gn[0], &gn[1], &gn[2]));
   gf->box     = l->box;
   gf->box.dof = (int)gf->dof;
+  gf->builds++;
   for (PetscInt a = 0; a < l->dim; a++) /* the layout computes the same box; the kernels trust it */
     PetscCheck(gs[a] == l->box.gs[a] && gn[a] == l->box.gn[a], PETSC_COMM_SELF, PETSC_ERR_PLIB, "Grid field %s: DMDA ghost box differs from the layout's", gf->name);
   PetscFunctionReturn(PETSC_SUCCESS);

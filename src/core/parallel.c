@@ -4,6 +4,9 @@
  *                        summed into their owners
  *   MPMGhostGather       before G2P: a grid field's ghost nodes refreshed
  *                        from their owners
+ *   MPMGhostLayers*      the same two restricted to the ghost nodes, for
+ *                        solvers that keep their unknowns on a subset of
+ *                        the owned nodes and copy those themselves
  *   MPMMigrate           particles of every species that left the slab move
  *                        to their owner
  *   MPMGlobalStepReduce  the one reduction per step: time step, particle
@@ -107,6 +110,107 @@ PetscErrorCode MPMGhostGatherVec(MPMGridField *g, Vec global, Vec local)
 
 PetscErrorCode MPMGhostScatterAdd(MPMGridField *g) { return MPMGhostScatterAddVec(g, g->local, g->global); }
 PetscErrorCode MPMGhostGather(MPMGridField *g) { return MPMGhostGatherVec(g, g->global, g->local); }
+
+/* The ghost layers of grid field g: every ghost entry of its local vector
+ * and the global entry it copies (PETSc's local-to-global map of the DMDA),
+ * one scatter between them; recv: the owned entries (offsets into this
+ * rank's part of the global vector) that are ghosts on some other rank,
+ * found by a reverse scatter of ones. */
+PetscErrorCode MPMGhostLayersCreate(MPMGridField *g, MPMGhostLayers *gl)
+{
+  const MPMGridBox      *b = &g->box;
+  const PetscInt         dof = g->dof;
+  PetscInt               xs[3], xm[3], ng = 0, *from, *to, lo, n;
+  ISLocalToGlobalMapping ltog;
+  const PetscInt        *bl;
+  IS                     isf, ist;
+  Vec                    ones, mark;
+  const PetscScalar     *m;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscMemzero(gl, sizeof(*gl)));
+  PetscCall(DMDAGetCorners(g->da, &xs[0], &xs[1], &xs[2], &xm[0], &xm[1], &xm[2]));
+  PetscCall(DMGetLocalToGlobalMapping(g->da, &ltog));
+  PetscCall(ISLocalToGlobalMappingGetBlockIndices(ltog, &bl));
+  const PetscInt nloc = (PetscInt)b->gn[0] * b->gn[1] * b->gn[2];
+  PetscCall(PetscMalloc2(nloc * dof, &from, nloc * dof, &to));
+  for (PetscInt L = 0; L < nloc; L++) {
+    const PetscInt i[3] = {b->gs[0] + L % b->gn[0], b->gs[1] + (L / b->gn[0]) % b->gn[1], b->gs[2] + L / (b->gn[0] * b->gn[1])};
+    PetscBool      owned = PETSC_TRUE;
+    for (int a = 0; a < 3; a++) owned = owned && i[a] >= xs[a] && i[a] < xs[a] + xm[a];
+    if (owned) continue;
+    for (PetscInt c = 0; c < dof; c++, ng++) {
+      from[ng] = bl[L] * dof + c;
+      to[ng]   = L * dof + c;
+    }
+  }
+  PetscCall(ISLocalToGlobalMappingRestoreBlockIndices(ltog, &bl));
+  PetscCall(ISCreateGeneral(PETSC_COMM_SELF, ng, from, PETSC_COPY_VALUES, &isf));
+  PetscCall(ISCreateGeneral(PETSC_COMM_SELF, ng, to, PETSC_COPY_VALUES, &ist));
+  PetscCall(PetscFree2(from, to));
+  PetscCall(VecScatterCreate(g->global, isf, g->local, ist, &gl->sc));
+  PetscCall(ISDestroy(&isf));
+  PetscCall(ISDestroy(&ist));
+  PetscCall(VecDuplicate(g->local, &ones));
+  PetscCall(VecDuplicate(g->global, &mark));
+  PetscCall(VecSet(ones, 1.0));
+  PetscCall(VecZeroEntries(mark));
+  PetscCall(VecScatterBegin(gl->sc, ones, mark, ADD_VALUES, SCATTER_REVERSE));
+  PetscCall(VecScatterEnd(gl->sc, ones, mark, ADD_VALUES, SCATTER_REVERSE));
+  PetscCall(VecGetOwnershipRange(mark, &lo, NULL));
+  PetscCall(VecGetLocalSize(mark, &n));
+  PetscCall(VecGetArrayRead(mark, &m));
+  for (PetscInt k = 0; k < n; k++) gl->nrecv += m[k] != 0;
+  PetscCall(PetscMalloc1(gl->nrecv, &gl->recv));
+  gl->nrecv = 0;
+  for (PetscInt k = 0; k < n; k++)
+    if (m[k] != 0) gl->recv[gl->nrecv++] = k;
+  PetscCall(VecRestoreArrayRead(mark, &m));
+  PetscCall(VecDestroy(&ones));
+  PetscCall(VecDestroy(&mark));
+  gl->da = g->da;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMGhostLayersDestroy(MPMGhostLayers *gl)
+{
+  PetscFunctionBeginUser;
+  PetscCall(VecScatterDestroy(&gl->sc));
+  PetscCall(PetscFree(gl->recv));
+  gl->nrecv = 0;
+  gl->da    = NULL;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The ghost entries of `local` from their owners' entries of `global`; the
+ * owned entries of `local` are left alone. */
+PetscErrorCode MPMGhostLayersGather(MPMGhostLayers *gl, Vec global, Vec local)
+{
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_GHOST, 0, 0, 0, 0));
+  PetscCall(VecScatterBegin(gl->sc, global, local, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(VecScatterEnd(gl->sc, global, local, INSERT_VALUES, SCATTER_FORWARD));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_GHOST, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The owned entries of `global` that are ghosts elsewhere become the sum of
+ * those ghost copies of `local` (the caller adds its own part); the other
+ * entries of `global` are not touched. */
+PetscErrorCode MPMGhostLayersScatterAdd(MPMGhostLayers *gl, Vec local, Vec global)
+{
+  PetscScalar *y;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_GHOST, 0, 0, 0, 0));
+  PetscCall(VecGetArray(global, &y));
+  for (PetscInt k = 0; k < gl->nrecv; k++) y[gl->recv[k]] = 0;
+  PetscCall(VecRestoreArray(global, &y));
+  PetscCall(VecScatterBegin(gl->sc, local, global, ADD_VALUES, SCATTER_REVERSE));
+  PetscCall(VecScatterEnd(gl->sc, local, global, ADD_VALUES, SCATTER_REVERSE));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_GHOST, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
 
 /* A particle whose position went NaN or infinite stays where it is (it
  * has no owner) and is counted; the lowest id is reported. */

@@ -26,17 +26,7 @@
  * After the solve, friction and the impulses on the objects are applied as
  * in the explicit step, and G2P / the materials' commit move the particles.
  * A failed solve leaves everything untouched and asks for dt / 2.
- *
- * -integrator semi_implicit (Stomakhin et al. 2013, eq. 9) is the same
- * operator linearized once, at the step's start (F_E^n, each particle's
- * stiffness made positive semidefinite unless -semi_implicit_definite
- * false), and solved once: (M + beta dt^2 K) v = M v^n + dt (M g + f^n),
- * SNESKSPONLY with KSPCR (the seed's conjugate residual; MINRES and CG
- * also apply, the system being symmetric), prefix semi_implicit_.  The
- * force after the solve is the linearized one, f^n - beta dt K u, so the
- * grid velocity is the solve's; plasticity and hardening follow in the
- * materials' commit, and a solution that would invert a particle is
- * refused (dt / 2).  The transfers are APIC, PIC/FLIP or affine FLIP. */
+ * */
 #include "integrators.h"
 #include <petscsnes.h>
 
@@ -47,7 +37,7 @@ typedef struct {
   MPMGridField        *vel;  /* <species>_velocity: the layout of the unknowns (dof dim) */
   MPMGridField        *proj; /* <species>_projector: Pi on owned and ghost nodes (dof dim^2), for the assembled preconditioner */
   int                  pmat; /* PMAT_*: the preconditioner's matrix */
-  DM                   da;  /* the DMDA the solver objects were made on (rebuilt when the slabs move) */
+  PetscInt             builds; /* the velocity field's build the solver objects were made on (0: none; rebuilt when the slabs move) */
   SNES                 snes;
   Mat                  J, P; /* the Jacobian (shell) and the assembled preconditioner matrix (-implicit_pmat elastic, tangent) */
   MatNullSpace         rigid;  /* near null space of P for PCGAMG: the rigid-body modes of the owned nodes */
@@ -59,12 +49,6 @@ typedef struct {
   double              *A;   /* per particle dim x dim: grad u, then the stress to scatter */
   PetscInt             nown;
   double              *Pi, *c; /* per owned node: u = Pi v + c, the collision projection with the step's contact set */
-  PetscBool            semi;   /* -integrator semi_implicit: the force linearized at the step's start */
-  double               beta;   /* the stiffness's weight in the system (semi-implicit; 1: backward Euler) */
-  Vec                  f0;     /* semi-implicit: dt f at the step's start (owned nodes) */
-  PetscBool            bad0;   /* semi-implicit: some particle's F_E is inverted at the start (this rank) */
-  PetscBool            definite; /* semi-implicit: each particle's tangent made positive semidefinite */
-  double              *S;        /* semi-implicit, per particle: the map grad du -> -beta dt f of StiffnessAction as a symmetric dim^2 x dim^2 matrix (packed upper triangle) */
 } ImplicitSpecies;
 
 /* The matrix PETSc's preconditioner is built from (-implicit_pmat). */
@@ -74,14 +58,9 @@ static const char *const PmatNames[] = {"diagonal", "elastic", "tangent"};
 typedef struct {
   MPMHeldPIC      held; /* the static-friction fix in G2P, as explicit */
   double          cfl_elastic; /* read and not used (the explicit integrator's) */
-  PetscBool       semi;        /* -integrator semi_implicit */
-  double          beta;        /* -semi_implicit_beta */
-  PetscBool       definite;    /* -semi_implicit_definite */
   PetscBool       check_operator; /* -<prefix>check_operator */
-  double          cfl_hardened; /* -semi_implicit_cfl_elastic: dt <= this dx / (c_p sqrt(stiffening)) */
-  double          wave_speed;   /* largest P-wave speed at rest (MPMIntegratorWaveSpeed) */
-  MPMTransfer     transfer;    /* apic; semi-implicit also flip and aflip */
-  double          flip;        /* FLIP fraction (< 0: APIC) */
+  MPMTransfer     transfer;    /* apic only (read so that one deck runs with any integrator) */
+  double          flip;        /* -flip_blend: read, not used */
   PetscInt        pmat;
   MPMStepControl  sc;       /* halvings after failed solves, the step cap */
   MPMStepStats    st;
@@ -91,12 +70,6 @@ typedef struct {
 enum { STAT_NEWTON, STAT_KSP, STAT_HALVINGS, NSTAT };
 
 /* ------------------------------------------------------------ helpers */
-/* Values of a symmetric dim^2 x dim^2 matrix stored as its upper triangle. */
-static PetscInt SymSize(PetscInt d)
-{
-  return d * d * (d * d + 1) / 2;
-}
-
 static PetscErrorCode Scratch(ImplicitSpecies *is)
 {
   const PetscInt n = is->sp->p.n, d = is->sim->dim;
@@ -105,11 +78,9 @@ static PetscErrorCode Scratch(ImplicitSpecies *is)
   if (n <= is->cap) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(PetscFree(is->lin));
   PetscCall(PetscFree(is->A));
-  PetscCall(PetscFree(is->S));
   is->cap = PetscMax(n, (PetscInt)(1.25 * is->cap));
   PetscCall(PetscMalloc1(is->cap, &is->lin));
   PetscCall(PetscMalloc1(is->cap * d * d, &is->A));
-  if (is->semi) PetscCall(PetscMalloc1(is->cap * SymSize(d), &is->S));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -213,7 +184,6 @@ static PetscErrorCode TrialStresses(ImplicitSpecies *is, PetscBool *bad)
       double *A = is->A + q * d * d, P[9];
       if (!(mpm_det(d, A) > 0)) continue; /* inverted: TrialDeformations left it 0 */
       m->ops.trial_stress(m, &pts, (int)(q - q0), A, P, &is->lin[q]);
-      if (is->definite) mpm_iso_definite(&is->lin[q]);
       mpm_scaled_pft(d, -is->dt * V0[q], P, Fe + q * d * d, A);
     }
   }
@@ -221,7 +191,7 @@ static PetscErrorCode TrialStresses(ImplicitSpecies *is, PetscBool *bad)
 }
 
 /* The Jacobian's pointwise part for particle q: from G = grad du,
- * dFhat = dt G F, A = -beta dt V0 dP(dFhat) F^T (then d(dt f) = -beta K du). */
+ * dFhat = dt G F, A = -dt V0 dP(dFhat) F^T (then d(dt f) = -K du). */
 static void JacobianPoint(int q, const double *G, double *A, void *ctx)
 {
   const ImplicitSpecies *is = (const ImplicitSpecies *)ctx;
@@ -232,10 +202,10 @@ static void JacobianPoint(int q, const double *G, double *A, void *ctx)
   mpm_matmul(d, G, F, dF);
   for (int c = 0; c < d * d; c++) dF[c] *= is->dt;
   mpm_iso_dpiola(&is->lin[q], dF, dP);
-  mpm_scaled_pft(d, -is->dt * V0 * is->beta, dP, F, A);
+  mpm_scaled_pft(d, -is->dt * V0, dP, F, A);
 }
 
-/* fg = -beta K du on the owned nodes (K dt^2 the stiffness at the
+/* fg = -K du on the owned nodes (K dt^2 the stiffness at the
  * linearizations in is->lin), du the gathered is->ul: G2P of grad du, the
  * linearized stress and P2G of its divergence in one pass. */
 static PetscErrorCode StiffnessAction(ImplicitSpecies *is)
@@ -248,8 +218,7 @@ static PetscErrorCode StiffnessAction(ImplicitSpecies *is)
   PetscCall(VecZeroEntries(is->fl));
   PetscCall(VecGetArrayRead(is->ul, &ul));
   PetscCall(VecGetArray(is->fl, &fl));
-  if (is->semi) mpm_gradient_divergence_sym(&is->vel->box, (int)p->n, MPMFieldReal(p, p->f_x), is->S, ul, fl);
-  else mpm_gradient_divergence(&is->vel->box, (int)p->n, MPMFieldReal(p, p->f_x), ul, JacobianPoint, is, fl);
+  mpm_gradient_divergence(&is->vel->box, (int)p->n, MPMFieldReal(p, p->f_x), ul, JacobianPoint, is, fl);
   PetscCall(VecRestoreArray(is->fl, &fl));
   PetscCall(VecRestoreArrayRead(is->ul, &ul));
   PetscCall(MPMGhostScatterAddVec(is->vel, is->fl, is->fg));
@@ -257,60 +226,12 @@ static PetscErrorCode StiffnessAction(ImplicitSpecies *is)
 }
 
 /* fg = dt f(u) on the owned nodes: the return-mapped stress of the trial
- * deformation (implicit), or the force linearized at the step's start,
- * dt f^n - beta K u (semi-implicit, Stomakhin et al. eq. 9). */
+ * deformation. */
 static PetscErrorCode Force(ImplicitSpecies *is, PetscBool *bad)
 {
   PetscFunctionBeginUser;
-  if (is->semi) {
-    *bad = is->bad0;
-    PetscCall(StiffnessAction(is));
-    PetscCall(VecAXPY(is->fg, 1.0, is->f0));
-    PetscFunctionReturn(PETSC_SUCCESS);
-  }
   PetscCall(TrialStresses(is, bad));
   PetscCall(Divergence(is));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* Semi-implicit: every particle's pointwise map G -> A of JacobianPoint as
- * a matrix, applied to the unit gradients, symmetrized (it is the Hessian
- * of the energy contracted with F on both sides: symmetric up to roundoff)
- * and stored packed.  The solver then applies a 45-entry matrix per
- * particle (3D) instead of the stress differential's rotations, and the
- * operator is symmetric to roundoff by construction, as CR and MINRES
- * need.  0 for a rank with an inverted particle (the step is refused). */
-static void SymmetricMaps(ImplicitSpecies *is)
-{
-  const int d = (int)is->sim->dim, nb = d * d, ns = (int)SymSize(d), n = (int)is->sp->p.n;
-
-  for (int q = 0; q < n; q++) {
-    double *Sq = is->S + (size_t)q * ns, M[81];
-    if (is->bad0) {
-      for (int k = 0; k < ns; k++) Sq[k] = 0;
-      continue;
-    }
-    for (int j = 0; j < nb; j++) {
-      double G[9] = {0}, A[9];
-      G[j] = 1;
-      JacobianPoint(q, G, A, is);
-      for (int i = 0; i < nb; i++) M[i * nb + j] = A[i];
-    }
-    for (int i = 0, k = 0; i < nb; i++)
-      for (int j = i; j < nb; j++) Sq[k++] = 0.5 * (M[i * nb + j] + M[j * nb + i]);
-  }
-}
-
-/* Semi-implicit, once per step: the linearizations at F^n (u = 0), their
- * symmetric maps, and the explicit force f0 = dt f(F^n). */
-static PetscErrorCode LinearizeAtStart(ImplicitSpecies *is)
-{
-  PetscFunctionBeginUser;
-  PetscCall(VecZeroEntries(is->ul));
-  PetscCall(TrialStresses(is, &is->bad0));
-  SymmetricMaps(is);
-  PetscCall(Divergence(is));
-  PetscCall(VecCopy(is->fg, is->f0));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -408,24 +329,21 @@ static PetscErrorCode Diagonal(ImplicitSpecies *is)
   MPMParticles *p = &is->sp->p;
   const int     d = (int)p->dim, n = (int)p->n;
   const double *X = MPMFieldReal(p, p->f_x), *V0 = MPMFieldReal(p, p->f_V0), *Fe = MPMFieldReal(p, is->f.f_Fe);
-  double       *D = NULL;
+  double       *D;
   PetscScalar  *fl;
 
   PetscFunctionBeginUser;
-  if (!is->semi) {
-    PetscCall(PetscMalloc1((size_t)n * d * d * d, &D));
-    for (int q = 0; q < n; q++) {
-      double C[81]; /* C[(a d + c) d^2 + j d + f] = dP_ac / dF_jf; the diagonal needs j = a */
-      mpm_iso_tangent(&is->lin[q], C);
-      for (int a = 0; a < d; a++)
-        for (int c = 0; c < d; c++)
-          for (int f = 0; f < d; f++) D[(size_t)q * d * d * d + (a * d + c) * d + f] = is->beta * is->dt * is->dt * V0[q] * C[(a * d + c) * d * d + a * d + f];
-    }
+  PetscCall(PetscMalloc1((size_t)n * d * d * d, &D));
+  for (int q = 0; q < n; q++) {
+    double C[81]; /* C[(a d + c) d^2 + j d + f] = dP_ac / dF_jf; the diagonal needs j = a */
+    mpm_iso_tangent(&is->lin[q], C);
+    for (int a = 0; a < d; a++)
+      for (int c = 0; c < d; c++)
+        for (int f = 0; f < d; f++) D[(size_t)q * d * d * d + (a * d + c) * d + f] = is->dt * is->dt * V0[q] * C[(a * d + c) * d * d + a * d + f];
   }
   PetscCall(VecZeroEntries(is->fl));
   PetscCall(VecGetArray(is->fl, &fl));
-  if (is->semi) mpm_p2g_sym_diagonal(&is->vel->box, n, X, is->S, -1.0, fl); /* S = -beta dt^2 V0 (...): K = -S */
-  else mpm_p2g_diagonal(&is->vel->box, n, X, Fe, D, fl, 0);
+  mpm_p2g_diagonal(&is->vel->box, n, X, Fe, D, fl, 0);
   PetscCall(VecRestoreArray(is->fl, &fl));
   PetscCall(PetscFree(D));
   PetscCall(MPMGhostScatterAddVec(is->vel, is->fl, is->fg));
@@ -472,7 +390,7 @@ static PetscErrorCode InsertPmat(ImplicitSpecies *is, Mat A, PetscBool pattern)
 {
   MPMParticles      *p = &is->sp->p;
   const int          d = (int)p->dim, n = (int)p->n, dof = (int)is->sp->grid->dof, nb = d * d;
-  const double      *X = MPMFieldReal(p, p->f_x), *V0 = MPMFieldReal(p, p->f_V0), *Fe = MPMFieldReal(p, is->f.f_Fe), dt2 = is->beta * is->dt * is->dt;
+  const double      *X = MPMFieldReal(p, p->f_x), *V0 = MPMFieldReal(p, p->f_V0), *Fe = MPMFieldReal(p, is->f.f_Fe), dt2 = is->dt * is->dt;
   const PetscScalar *pil, *mv;
   PetscInt           node[MPM_MAX_STENCIL * MPM_MAX_STENCIL * MPM_MAX_STENCIL], r0;
   int                at[MPM_MAX_STENCIL * MPM_MAX_STENCIL * MPM_MAX_STENCIL];
@@ -566,10 +484,8 @@ static PetscErrorCode FormJacobian(SNES snes, Vec X, Mat J, Mat Pmat, void *ctx)
   PetscBool        bad;
 
   PetscFunctionBeginUser;
-  if (!is->semi) { /* semi-implicit: linearized once, at the step's start */
-    PetscCall(Project(is, X));
-    PetscCall(TrialStresses(is, &bad)); /* the linearizations at X (X passed the residual's domain check); the force is not needed */
-  }
+  PetscCall(Project(is, X));
+  PetscCall(TrialStresses(is, &bad)); /* the linearizations at X (X passed the residual's domain check); the force is not needed */
   if (is->pmat == PMAT_DIAGONAL) {
     PetscCall(Diagonal(is));
     /* a new state, or PCJACOBI keeps the previous diagonal */
@@ -583,7 +499,7 @@ static PetscErrorCode FormJacobian(SNES snes, Vec X, Mat J, Mat Pmat, void *ctx)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* y = J x: du = Pi x, -beta K du (StiffnessAction), y = Pi (m du + beta K du) + m (x - du). */
+/* y = J x: du = Pi x, -K du (StiffnessAction), y = Pi (m du + K du) + m (x - du). */
 static PetscErrorCode JacobianMult(Mat J, Vec X, Vec Y)
 {
   ImplicitSpecies   *is;
@@ -632,9 +548,8 @@ static PetscErrorCode SolverDestroy(ImplicitSpecies *is)
   PetscCall(VecDestroy(&is->fl));
   PetscCall(VecDestroy(&is->fg));
   PetscCall(VecDestroy(&is->diag));
-  PetscCall(VecDestroy(&is->f0));
   PetscCall(PetscFree2(is->Pi, is->c));
-  is->da = NULL;
+  is->builds = 0;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -656,7 +571,7 @@ static PetscErrorCode CheckSolverTypes(ImplicitSpecies *is, const char *prefix)
   PetscCall(SNESGetKSP(is->snes, &ksp));
   PetscCall(KSPGetType(ksp, &kt));
   for (size_t i = 0; i < sizeof(ksps) / sizeof(ksps[0]) && !ok; i++) PetscCall(PetscStrcmp(kt, ksps[i], &ok));
-  PetscCheck(ok || is->semi, is->sim->comm, PETSC_ERR_USER_INPUT,
+  PetscCheck(ok, is->sim->comm, PETSC_ERR_USER_INPUT,
              "-%sksp_type %s: the Newton systems of -integrator implicit are not symmetric; allowed: gmres, fgmres, lgmres, dgmres, pgmres, bcgs, ibcgs, fbcgs, bcgsl, gcr, tfqmr, richardson",
              prefix, kt);
   if (is->pmat != PMAT_DIAGONAL) PetscFunctionReturn(PETSC_SUCCESS);
@@ -688,8 +603,7 @@ static PetscErrorCode RigidBodyModes(ImplicitSpecies *is)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* SNES (Newton, line search on |R|; semi-implicit: one linear solve,
- * SNESKSPONLY with the conjugate residual method), the MatShell and its
+/* SNES (Newton, line search on |R|), the MatShell and its
  * work vectors on the velocity field's DMDA; defaults, then the options
  * under the integrator's prefix. */
 static PetscErrorCode SolverSetUp(ImplicitSpecies *is, const char *prefix)
@@ -700,15 +614,14 @@ static PetscErrorCode SolverSetUp(ImplicitSpecies *is, const char *prefix)
   PC             pc;
 
   PetscFunctionBeginUser;
-  if (is->da == is->vel->da) PetscFunctionReturn(PETSC_SUCCESS);
+  if (is->builds == is->vel->builds) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(SolverDestroy(is));
-  is->da = is->vel->da;
+  is->builds = is->vel->builds;
   PetscCall(VecDuplicate(is->vel->global, &is->x));
   PetscCall(VecDuplicate(is->vel->global, &is->r));
   PetscCall(VecDuplicate(is->vel->global, &is->ug));
   PetscCall(VecDuplicate(is->vel->global, &is->fg));
   PetscCall(VecDuplicate(is->vel->global, &is->diag));
-  PetscCall(VecDuplicate(is->vel->global, &is->f0));
   PetscCall(VecDuplicate(is->vel->local, &is->ul));
   PetscCall(VecDuplicate(is->vel->local, &is->fl));
   PetscCall(VecGetLocalSize(is->x, &nl));
@@ -722,16 +635,10 @@ static PetscErrorCode SolverSetUp(ImplicitSpecies *is, const char *prefix)
   PetscCall(SNESSetFunction(is->snes, is->r, FormFunction, is));
   PetscCall(SNESSetJacobian(is->snes, is->J, is->J, FormJacobian, is));
   PetscCall(SNESGetKSP(is->snes, &ksp));
-  if (is->semi) { /* the seed's conjugate residual on the symmetric system; a Krylov solve that fails halves dt */
-    PetscCall(SNESSetType(is->snes, SNESKSPONLY));
-    PetscCall(KSPSetType(ksp, KSPCR));
-    PetscCall(KSPSetTolerances(ksp, 1e-4, PETSC_DEFAULT, PETSC_DEFAULT, 500)); /* 2D snowball against a wall: 36 iterations per step (50 at 1e-6), its mean position 5e-5 m (dx / 200) from that at 1e-8 */
-  } else {
-    PetscCall(SNESSetTolerances(is->snes, PETSC_DEFAULT, 1e-6, PETSC_DEFAULT, 20, PETSC_DEFAULT));
-    PetscCall(SNESSetMaxLinearSolveFailures(is->snes, 1000)); /* a Krylov solve stopped at max_it is an inexact Newton step, not a failure */
-    PetscCall(KSPSetType(ksp, KSPGMRES));
-    PetscCall(KSPSetTolerances(ksp, 1e-4, PETSC_DEFAULT, PETSC_DEFAULT, 30));
-  }
+  PetscCall(SNESSetTolerances(is->snes, PETSC_DEFAULT, 1e-6, PETSC_DEFAULT, 20, PETSC_DEFAULT));
+  PetscCall(SNESSetMaxLinearSolveFailures(is->snes, 1000)); /* a Krylov solve stopped at max_it is an inexact Newton step, not a failure */
+  PetscCall(KSPSetType(ksp, KSPGMRES));
+  PetscCall(KSPSetTolerances(ksp, 1e-4, PETSC_DEFAULT, PETSC_DEFAULT, 30));
   PetscCall(KSPGetPC(ksp, &pc));
   /* the assembled matrix: block Jacobi with ILU(0) on each rank (PETSc's own default for AIJ, which it cannot pick here: at set-up the operator is still the shell) */
   PetscCall(PCSetType(pc, is->pmat == PMAT_DIAGONAL ? PCJACOBI : PCBJACOBI));
@@ -754,38 +661,29 @@ static PetscErrorCode ImplicitOptions(MPMIntegrator integ, MPMSim sim)
 {
   Implicit *im;
   PetscInt  transfer = MPM_TRANSFER_APIC;
-  char      title[256], o1[64], o2[64], o3[64], o4[64], o5[64], o6[64];
+  char      title[256], o1[64], o2[64], o6[64];
 
   PetscFunctionBeginUser;
   PetscCall(PetscNew(&im));
   integ->data      = im;
   MPMStepControlInit(&im->sc, 6);
   im->pmat         = PMAT_DIAGONAL;
-  im->beta         = 1.0;
   im->flip         = 0.95;
-  im->definite     = PETSC_TRUE;
-  im->cfl_hardened = 16.0;
-  PetscCall(PetscStrcmp(integ->type, "semi_implicit", &im->semi));
-  if (im->semi) PetscCall(PetscSNPrintf(title, sizeof(title), "Semi-implicit integrator (Stomakhin et al. 2013 eq. 9; solver options -%sksp_*, -%spc_*)", integ->prefix, integ->prefix));
-  else PetscCall(PetscSNPrintf(title, sizeof(title), "Implicit integrator (Klar et al. 2016 s. 5.6; solver options -%ssnes_*, -%sksp_*, -%spc_*)", integ->prefix, integ->prefix, integ->prefix));
+  PetscCall(PetscSNPrintf(title, sizeof(title), "Implicit integrator (Klar et al. 2016 s. 5.6; solver options -%ssnes_*, -%sksp_*, -%spc_*)", integ->prefix, integ->prefix, integ->prefix));
   PetscOptionsBegin(sim->comm, NULL, title, NULL);
   PetscCall(MPMHeldPICOptions(PetscOptionsObject, &im->held));
   PetscCall(MPMOptionsReal("-cfl_elastic", "Explicit integrator only (no elastic limit here): accepted so that one deck runs with either integrator", NULL, im->cfl_elastic, &im->cfl_elastic, NULL));
-  PetscCall(MPMOptionsEList("-transfer", im->semi ? "Particle-grid transfer: apic, flip (PIC/FLIP blend, the seed's), aflip (APIC's C with the FLIP blend)" : "Particle-grid transfer: the implicit integrator has apic only", NULL, MPMTransferNames, 3, MPMTransferNames[transfer], &transfer, NULL));
-  PetscCall(MPMOptionsReal("-flip_blend", im->semi ? "FLIP fraction of the blend (with -transfer flip or aflip) [-]" : "Explicit and semi-implicit integrators only: accepted so that one deck runs with either integrator", NULL, im->flip, &im->flip, NULL));
+  PetscCall(MPMOptionsEList("-transfer", "Particle-grid transfer: the implicit integrator has apic only", NULL, MPMTransferNames, 3, MPMTransferNames[transfer], &transfer, NULL));
+  PetscCall(MPMOptionsReal("-flip_blend", "Explicit and semi-implicit integrators only: accepted so that one deck runs with either integrator", NULL, im->flip, &im->flip, NULL));
   PetscCall(MPMOptionsEList(Opt(integ, "pmat", o1, sizeof(o1)),
                             "The matrix the linear systems are preconditioned with: diagonal (the operator's exact diagonal, matrix-free; PCJACOBI), tangent (the exact Jacobian assembled; block Jacobi-ILU(0), or -<prefix>pc_type lu, gamg, ...), elastic (the same with each particle's linear-elastic moduli in place of its tangent: symmetric)",
                             NULL, PmatNames, 3, PmatNames[im->pmat], &im->pmat, NULL));
   PetscCall(PetscOptionsInt(Opt(integ, "max_halvings", o2, sizeof(o2)), "Halve dt at most this many times in a row when the solve fails (or let repeated halvings take dt below 2^-N of the step where they began), then stop with an error", NULL, im->sc.max_halvings, &im->sc.max_halvings, NULL));
   PetscCall(PetscOptionsBool(Opt(integ, "check_operator", o6, sizeof(o6)), "Every step, print the operator's symmetry |y'Ax - x'Ay| / |x'Ay| and its smallest Rayleigh quotient x'Ax / x'x on random vectors (tests; a symmetric solver needs both)", NULL, im->check_operator, &im->check_operator, NULL));
-  if (im->semi) PetscCall(PetscOptionsBool(Opt(integ, "definite", o4, sizeof(o4)), "Make each particle's stiffness positive semidefinite (Teran et al. 2005): compressed snow's negative rotational stiffness, linearized, blows up at large dt (false: the seed's exact Hessian)", NULL, im->definite, &im->definite, NULL));
-  if (im->semi)
-    PetscCall(MPMOptionsReal(Opt(integ, "cfl_elastic", o5, sizeof(o5)), "dt <= this dx / (c_p sqrt(h)), h the materials' largest stiffening (snow's hardening exp(xi (1 - J_P))); 0: no limit.  Measured: 2D snowballs at dx = 1 cm and dt_max = 1e-3 s ran with 16, one blew up without (docs/validation.md, \"Snow\") [-]", NULL, im->cfl_hardened, &im->cfl_hardened, NULL));
-  if (im->semi)
-    PetscCall(MPMOptionsReal(Opt(integ, "beta", o3, sizeof(o3)), "Implicitness of the linearized force: 0 explicit, 0.5 trapezoidal, 1 backward Euler (the seed's eq. 9; default 1, the stablest) [-]", NULL, im->beta, &im->beta, NULL));
   PetscOptionsEnd();
   im->transfer = (MPMTransfer)transfer;
-  PetscCheck(im->semi || im->transfer == MPM_TRANSFER_APIC, sim->comm, PETSC_ERR_USER_INPUT, "-transfer %s: -integrator implicit transfers with apic only (allowed: apic; -integrator semi_implicit has apic, flip, aflip)", MPMTransferNames[transfer]);
+  PetscCheck(im->transfer == MPM_TRANSFER_APIC, sim->comm, PETSC_ERR_USER_INPUT, "-transfer %s: -integrator implicit transfers with apic only (allowed: apic; -integrator semi_implicit has apic, flip, aflip)", MPMTransferNames[transfer]);
+  im->flip = -1; /* APIC: the transfers take flip < 0 as APIC; -flip_blend is read and not used */
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -796,10 +694,6 @@ static PetscErrorCode ImplicitCheck(MPMIntegrator integ, MPMSim sim)
   PetscFunctionBeginUser;
   PetscCall(MPMHeldPICCheck(sim, &im->held));
   PetscCheck(im->sc.max_halvings >= 0 && im->sc.max_halvings <= 30, sim->comm, PETSC_ERR_USER_INPUT, "-%smax_halvings must be in [0, 30], got %" PetscInt_FMT, integ->prefix, im->sc.max_halvings);
-  PetscCheck(im->cfl_hardened >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-%scfl_elastic must be >= 0 (0: no limit), got %g", integ->prefix, im->cfl_hardened);
-  PetscCheck(im->beta >= 0 && im->beta <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-%sbeta must be in [0, 1] (0 explicit, 0.5 trapezoidal, 1 backward Euler), got %g", integ->prefix, im->beta);
-  PetscCheck(!im->semi || (im->flip >= 0 && im->flip <= 1), sim->comm, PETSC_ERR_USER_INPUT, "-flip_blend must be in [0, 1], got %g", im->flip);
-  if (im->transfer == MPM_TRANSFER_APIC) im->flip = -1; /* the transfers take flip < 0 as APIC */
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -817,13 +711,10 @@ static PetscErrorCode ImplicitSetUp(MPMIntegrator integ, MPMSim sim)
     for (PetscInt m = 0; m < sp->nmat; m++) PetscCall(MPMMaterialRequire(sp->mat[m], MPM_MATERIAL_DSTRESS, who));
     is->sim  = sim;
     is->sp   = sp;
-    is->semi = im->semi;
-    is->beta = im->beta;
-    is->definite = im->semi && im->definite;
     PetscCall(MPMIntegratorStressFields(sp, &is->f));
     PetscCall(PetscSNPrintf(name, sizeof(name), "%s_momentum", sp->name));
     /* m and m v^n, then the held flag and v^{n+1} for G2P (and v^n for FLIP) */
-    PetscCall(MPMGridFieldCreate(sim, name, mpm_transfer_dof((int)sim->dim, im->transfer != MPM_TRANSFER_APIC), PETSC_FALSE, &sp->grid));
+    PetscCall(MPMGridFieldCreate(sim, name, mpm_transfer_dof((int)sim->dim, 0), PETSC_FALSE, &sp->grid));
     PetscCall(PetscSNPrintf(name, sizeof(name), "%s_velocity", sp->name));
     PetscCall(MPMGridFieldCreate(sim, name, sim->dim, PETSC_FALSE, &is->vel));
     is->pmat = (int)im->pmat;
@@ -835,28 +726,21 @@ static PetscErrorCode ImplicitSetUp(MPMIntegrator integ, MPMSim sim)
     }
     PetscCall(SolverSetUp(is, integ->prefix)); /* reads the -<prefix>* options now, before the unused-option check */
   }
-  if (im->semi && im->cfl_hardened > 0) im->wave_speed = MPMIntegratorWaveSpeed(sim);
   im->st.n = NSTAT;
-  PetscCall(PetscStrncpy(im->st.name[STAT_NEWTON], im->semi ? "linear_solves" : "newton_its", sizeof(im->st.name[0])));
+  PetscCall(PetscStrncpy(im->st.name[STAT_NEWTON], "newton_its", sizeof(im->st.name[0])));
   PetscCall(PetscStrncpy(im->st.name[STAT_KSP], "ksp_its", sizeof(im->st.name[0])));
   PetscCall(PetscStrncpy(im->st.name[STAT_HALVINGS], "dt_halvings", sizeof(im->st.name[0])));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* CFL on the particle velocity; no elastic wave limit, except the
- * semi-implicit one on hardened material (-semi_implicit_cfl_elastic).
- * This rank's value: the driver takes the minimum over ranks. */
+/* CFL on the particle velocity; no elastic wave limit.  This rank's value:
+ * the driver takes the minimum over ranks. */
 static double ImplicitStableDt(MPMIntegrator integ, const MPMSim sim, double vmax)
 {
   Implicit *im = (Implicit *)integ->data;
   if (sim->dt_fixed > 0) return sim->dt_fixed;
   double dt = MPMStepControlDt(&im->sc, sim->dt_max);
   if (vmax > 0) dt = PetscMin(dt, sim->cfl * sim->layout.h / vmax);
-  if (im->wave_speed > 0) {
-    double stiff = 0; /* 0: no hardening material, no limit */
-    for (PetscInt s = 0; s < sim->nspecies; s++) stiff = PetscMax(stiff, MPMIntegratorStiffening(sim->species[s], &im->s[s].f));
-    if (stiff > 0) dt = PetscMin(dt, im->cfl_hardened * sim->layout.h / (im->wave_speed * sqrt(stiff)));
-  }
   return dt;
 }
 
@@ -864,15 +748,7 @@ static double ImplicitStableDt(MPMIntegrator integ, const MPMSim sim, double vma
 /* P2G of mass and momentum; on the owned nodes: slot 0 m, slots 1..d v^n,
  * the first guess v^n + dt g into the iterate (adding the explicit impulse
  * of the stored stress doubled the Newton iterations at 12x the explicit
- * step: beyond its stability limit it overshoots), and the contact set.
- * Semi-implicit: the linearization at the step's start and the guess 0, the
- * point SNESKSPONLY linearizes at.  The contact set is that of v^n + dt g
- * there too, not of v* = v^n + dt (g + f^n / m) as in the seed's section 8:
- * a snowball pressed into a wall pushes its nodes off it in v*, they leave
- * the set, the solve moves them back in, the collision after it stops them
- * and compacts the snow, step after step; at dt = 5e-4 s (dx 1 cm) the
- * snow near the wall compacted to J_P = 0.35 and the run blew up, which it
- * does not with this set (docs/validation.md, "Snow"). */
+ * step: beyond its stability limit it overshoots), and the contact set. */
 static PetscErrorCode Predict(const Implicit *im, ImplicitSpecies *is, double dt)
 {
   const MPMSim    sim = is->sim;
@@ -880,13 +756,12 @@ static PetscErrorCode Predict(const Implicit *im, ImplicitSpecies *is, double dt
   MPMParticles   *p   = &sp->p;
   const int       d = (int)sim->dim, dof = (int)sp->grid->dof;
   const double    gs = MPMGravityScale(sim);
-  MPMParticleView v  = {(int)p->n, MPMFieldReal(p, p->f_x), MPMFieldReal(p, p->f_v), im->transfer == MPM_TRANSFER_FLIP ? NULL : MPMFieldReal(p, is->f.f_C), MPMFieldReal(p, is->f.f_Fe),
+  MPMParticleView v  = {(int)p->n, MPMFieldReal(p, p->f_x), MPMFieldReal(p, p->f_v), MPMFieldReal(p, is->f.f_C), MPMFieldReal(p, is->f.f_Fe),
                         MPMFieldReal(p, is->f.f_tau), MPMFieldReal(p, p->f_m), MPMFieldReal(p, p->f_V0)};
   PetscScalar    *a, *x;
 
   PetscFunctionBeginUser;
   is->dt = dt;
-  if (is->semi) PetscCall(LinearizeAtStart(is));
   PetscCall(PetscLogEventBegin(MPM_EVENT_P2G, 0, 0, 0, 0));
   PetscCall(VecZeroEntries(sp->grid->local));
   PetscCall(VecGetArray(sp->grid->local, &a));
@@ -904,7 +779,6 @@ static PetscErrorCode Predict(const Implicit *im, ImplicitSpecies *is, double dt
       xn[c]       = m > 0 ? node[1 + c] + dt * gs * sim->gravity[c] : 0.0;
       w[c]        = xn[c]; /* the predictor the contact set is decided on */
       u[c]        = w[c];
-      if (is->semi) xn[c] = 0;
     }
     if (m <= 0) { /* no mass: u = 0 */
       for (int k = 0; k < d * d; k++) Pi[k] = 0;
@@ -967,7 +841,7 @@ static PetscErrorCode Finish(const Implicit *im, ImplicitSpecies *is)
 static PetscErrorCode G2P(const Implicit *im, ImplicitSpecies *is, double *vmax)
 {
   MPMParticles      *p = &is->sp->p;
-  MPMParticleView    v = {(int)p->n, MPMFieldReal(p, p->f_x), MPMFieldReal(p, p->f_v), im->transfer == MPM_TRANSFER_FLIP ? NULL : MPMFieldReal(p, is->f.f_C), MPMFieldReal(p, is->f.f_Fe),
+  MPMParticleView    v = {(int)p->n, MPMFieldReal(p, p->f_x), MPMFieldReal(p, p->f_v), MPMFieldReal(p, is->f.f_C), MPMFieldReal(p, is->f.f_Fe),
                           MPMFieldReal(p, is->f.f_tau), MPMFieldReal(p, p->f_m), MPMFieldReal(p, p->f_V0)};
   const PetscScalar *a;
 
@@ -1007,24 +881,13 @@ static PetscErrorCode ImplicitStep(MPMIntegrator integ, MPMSim sim, double dt, d
     PetscCall(Predict(im, is, dt));
     if (is->pmat != PMAT_DIAGONAL) PetscCall(PmatPrepare(is));
     if (im->check_operator) {
-      if (!is->semi) { /* the Jacobian at the predictor */
-        PetscBool bad;
-        PetscCall(Project(is, is->x));
-        PetscCall(TrialStresses(is, &bad));
-      }
+      PetscBool bad; /* the Jacobian at the predictor */
+      PetscCall(Project(is, is->x));
+      PetscCall(TrialStresses(is, &bad));
       PetscCall(CheckOperator(is));
     }
     PetscCall(SNESSolve(is->snes, NULL, is->x));
     PetscCall(SNESGetConvergedReason(is->snes, &reason));
-    if (is->semi && reason >= 0) {
-      PetscBool bad;
-      double    nbad;
-      PetscCall(Project(is, is->x));
-      PetscCall(TrialDeformations(is, &bad)); /* a linear solve cannot refuse u that inverts a particle, whose clamp would flip the sign of its J_P */
-      nbad = bad ? 1.0 : 0.0;
-      PetscCall(MPMGlobalMax(sim->comm, &nbad, 1));
-      if (nbad > 0) reason = SNES_DIVERGED_FUNCTION_DOMAIN;
-    }
     PetscCall(SNESGetIterationNumber(is->snes, &n));
     PetscCall(SNESGetLinearSolveIterations(is->snes, &k));
     its_newton += n;
@@ -1039,7 +902,7 @@ static PetscErrorCode ImplicitStep(MPMIntegrator integ, MPMSim sim, double dt, d
     im->st.total[STAT_HALVINGS] += 1;
     PetscCheck(retry, sim->comm, PETSC_ERR_NOT_CONVERGED,
                "%s solve failed at t = %g s (step %" PetscInt_FMT ", dt = %g s, %" PetscInt_FMT " halvings in a row, dt down from %g s; SNES: %s): lower -dt_max or -cfl, or raise %s%s%s-%sksp_max_it or -%smax_halvings",
-               im->semi ? "Semi-implicit linear" : "Implicit Newton", sim->t, sim->step + 1, dt, im->sc.halvings - 1, im->sc.dt_ref, SNESConvergedReasons[reason], im->semi ? "" : "-", im->semi ? "" : integ->prefix, im->semi ? "" : "snes_max_it, ", integ->prefix, integ->prefix);
+               "Implicit Newton", sim->t, sim->step + 1, dt, im->sc.halvings - 1, im->sc.dt_ref, SNESConvergedReasons[reason], "-", integ->prefix, "snes_max_it, ", integ->prefix, integ->prefix);
     PetscCall(PetscPrintf(sim->comm, "step %" PetscInt_FMT ": %s solve failed (%s), retrying with dt = %g s\n", sim->step + 1, integ->type, SNESConvergedReasons[reason], 0.5 * dt));
     integ->rejected = PETSC_TRUE;
     PetscFunctionReturn(PETSC_SUCCESS);
@@ -1101,9 +964,7 @@ static PetscErrorCode ImplicitView(MPMIntegrator integ, char *buf, size_t len)
   PetscCall(KSPGetType(ksp, &kt));
   PetscCall(KSPGetPC(ksp, &pc));
   PetscCall(PCGetType(pc, &pt));
-  if (im->semi)
-    PetscCall(PetscSNPrintf(buf, len, "semi-implicit (beta %g) %s, %s/%s (-semi_implicit_ksp_*)", im->beta, im->transfer == MPM_TRANSFER_APIC ? "APIC" : (im->transfer == MPM_TRANSFER_FLIP ? "PIC/FLIP" : "affine PIC/FLIP"), kt, pt ? pt : "none"));
-  else PetscCall(PetscSNPrintf(buf, len, "implicit APIC, Newton-%s/%s (-implicit_snes_*, -implicit_ksp_*)", kt, pt ? pt : "none"));
+  PetscCall(PetscSNPrintf(buf, len, "implicit APIC, Newton-%s/%s (-implicit_snes_*, -implicit_ksp_*)", kt, pt ? pt : "none"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -1117,7 +978,6 @@ static PetscErrorCode ImplicitDestroy(MPMIntegrator integ)
     PetscCall(SolverDestroy(&im->s[s]));
     PetscCall(PetscFree(im->s[s].lin));
     PetscCall(PetscFree(im->s[s].A));
-    PetscCall(PetscFree(im->s[s].S));
     PetscCall(PetscFree(im->s[s].Ke));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -1136,15 +996,5 @@ PetscErrorCode MPMIntegratorCreate_Implicit(MPMIntegrator integ)
   integ->ops.set_state = ImplicitSetState;
   integ->ops.view      = ImplicitView;
   integ->ops.destroy   = ImplicitDestroy;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* Stomakhin et al. 2013, eq. 9: the same operator, linearized once at the
- * step's start and solved once, (M + beta dt^2 K(F^n)) v = M v* (SNESKSPONLY,
- * KSPCR by default, prefix -semi_implicit_); plasticity lagged to commit. */
-PetscErrorCode MPMIntegratorCreate_SemiImplicit(MPMIntegrator integ)
-{
-  PetscFunctionBeginUser;
-  PetscCall(MPMIntegratorCreate_Implicit(integ));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -20,7 +20,7 @@ typedef enum { MIXTURE_PMAT_BLOCKS, MIXTURE_PMAT_ASSEMBLED } MixturePmat;
 typedef struct {
   MPMGridField        *vel;    /* mixture_velocity: the unknowns, dof 2 dim */
   MPMGridField        *sv[2];  /* <species>_velocity: one species' u, gathered for the stiffness (dof dim) */
-  DM                   da;     /* the DMDA the solver objects were made on (rebuilt when the slabs move) */
+  PetscInt             builds; /* the velocity field's build the solver objects were made on (0: none; rebuilt when the slabs move) */
   SNES                 snes;
   Mat                  J;
   Vec                  x, r;                 /* iterate and residual (dof 2 dim) */

@@ -708,7 +708,7 @@ static PetscErrorCode SolverDestroy(MixtureSystem *sys)
   }
   PetscCall(PetscFree4(sys->b, sys->e, sys->blk, sys->diag));
   PetscCall(PetscFree3(sys->ms, sys->Vs, sys->dndV));
-  sys->da = NULL;
+  sys->builds = 0;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -734,9 +734,9 @@ static PetscErrorCode SolverSetUp(Mixture *mx, MPMSim sim, const char *prefix)
   PC             pc;
 
   PetscFunctionBeginUser;
-  if (sys->da == sys->vel->da) PetscFunctionReturn(PETSC_SUCCESS);
+  if (sys->builds == sys->vel->builds) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(SolverDestroy(sys));
-  sys->da = sys->vel->da;
+  sys->builds = sys->vel->builds;
   PetscCall(VecDuplicate(sys->vel->global, &sys->x));
   PetscCall(VecDuplicate(sys->vel->global, &sys->r));
   for (int s = 0; s < 2; s++) {
