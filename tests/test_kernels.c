@@ -1820,19 +1820,19 @@ static void sym_op(int q, const double *G, double *A, void *ctx)
   }
 }
 
-static void test_gradient_divergence_sym(int dim, int order)
+static void test_gradient_divergence_sym(int dim, int order, int dof)
 {
   const int       d = dim, nb = d * d, ns = nb * (nb + 1) / 2, np = 64;
   const char     *nm = order == 2 ? "quadratic" : "cubic";
   TestGrid        t;
   MPMParticleView p;
-  double         *S = malloc(sizeof(double) * (size_t)(np * ns)), *in, *ref, *diag, err = 0, scale = 0, derr = 0, dscale = 0;
-  grid_make(&t, dim, order, d, 10);
+  double         *S = malloc(sizeof(double) * (size_t)(np * ns)), *in, *ref, *diag, err = 0, scale = 0, derr = 0, dscale = 0, padding = 0;
+  grid_make(&t, dim, order, dof, 10);
   parts_alloc(&p, dim, np);
-  in   = malloc(sizeof(double) * (size_t)(t.nn * d));
-  ref  = calloc((size_t)(t.nn * d), sizeof(double));
-  diag = calloc((size_t)(t.nn * d), sizeof(double));
-  for (long k = 0; k < t.nn * d; k++) in[k] = urange(-1, 1);
+  in   = malloc(sizeof(double) * (size_t)(t.nn * dof));
+  ref  = calloc((size_t)(t.nn * dof), sizeof(double));
+  diag = calloc((size_t)(t.nn * dof), sizeof(double));
+  for (long k = 0; k < t.nn * dof; k++) in[k] = k % dof < d ? urange(-1, 1) : 0.0; /* the padding slot holds 0 */
   for (int q = 0; q < np; q++) {
     random_inside(&t, p.x + q * d);
     for (int i = 0, k = 0; i < nb; i++)
@@ -1844,22 +1844,24 @@ static void test_gradient_divergence_sym(int dim, int order)
   mpm_gradient_divergence(&t.g, np, p.x, in, sym_op, (void *)&d, ref);
   grid_clear(&t);
   mpm_gradient_divergence_sym(&t.g, np, p.x, S, in, t.grid);
-  for (long k = 0; k < t.nn * d; k++) {
+  for (long k = 0; k < t.nn * dof; k++) {
     err   = fmax(err, fabs(t.grid[k] - ref[k]));
     scale = fmax(scale, fabs(ref[k]));
   }
-  CHECK(err, 0, 1e-13 * scale, "semi-implicit action %dD %s: packed symmetric maps = the generic fused pass (max |diff|)", d, nm);
+  CHECK(err, 0, 1e-13 * scale, "semi-implicit action %dD %s, %d values per node: packed symmetric maps = the generic fused pass (max |diff|)", d, nm, dof);
   mpm_p2g_sym_diagonal(&t.g, np, p.x, S, -2.0, diag);
   for (long node = 0; node < t.nn; node += 7)
     for (int a = 0; a < d; a++) {
-      memset(in, 0, sizeof(double) * (size_t)(t.nn * d));
-      in[node * d + a] = 1;
+      memset(in, 0, sizeof(double) * (size_t)(t.nn * dof));
+      in[node * dof + a] = 1;
       grid_clear(&t);
       mpm_gradient_divergence_sym(&t.g, np, p.x, S, in, t.grid);
-      derr   = fmax(derr, fabs(diag[node * d + a] + 2.0 * t.grid[node * d + a]));
-      dscale = fmax(dscale, fabs(t.grid[node * d + a]));
+      derr   = fmax(derr, fabs(diag[node * dof + a] + 2.0 * t.grid[node * dof + a]));
+      dscale = fmax(dscale, fabs(t.grid[node * dof + a]));
     }
-  CHECK(derr, 0, 1e-13 * dscale, "semi-implicit action %dD %s: its diagonal (scaled by -2) = the action on unit vectors", d, nm);
+  CHECK(derr, 0, 1e-13 * dscale, "semi-implicit action %dD %s, %d values per node: its diagonal (scaled by -2) = the action on unit vectors", d, nm, dof);
+  for (long k = d; dof > d && k < t.nn * dof; k += dof) padding = fmax(padding, fabs(t.grid[k]));
+  if (dof > d) CHECK(padding, 0, 0, "semi-implicit action %dD %s, %d values per node: the padding slot stays 0", d, nm, dof);
   free(S), free(in), free(ref), free(diag);
   grid_free(&t);
   parts_free(&p);
@@ -2390,7 +2392,8 @@ int main(void)
     for (int order = 2; order <= 3; order++) {
       test_implicit_operators(dim, order);
       test_gradient_divergence(dim, order);
-      test_gradient_divergence_sym(dim, order);
+      test_gradient_divergence_sym(dim, order, dim);
+      if (dim == 3) test_gradient_divergence_sym(dim, order, 4);
     }
   for (int dim = 2; dim <= 3; dim++) {
     test_trial_elastic(dim, "hencky", mpm_hencky_trial_piola, mpm_hencky_stress);

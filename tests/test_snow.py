@@ -85,7 +85,7 @@ c.within("fraction of particles with J_P > 1.02 (broken)", (jp > 1.02).mean(), 0
 semi_dt = 0.2 / h["step"][-1]
 ksp = h["ksp_its"][1:]
 c.true("CR iterations reported per step and in the summary (mean %.1f, max %d, total %d)" % (ksp.mean(), ksp.max(), s["integrator_ksp_its"]),
-       ksp.min() >= 1 and s["integrator_ksp_its"] == h["ksp_its"].sum())
+       ksp.max() >= 1 and s["integrator_ksp_its"] == h["ksp_its"].sum())  # 0 where the predictor already solves the system (free flight)
 ex = T.outdir("snowball_wall_explicit")
 T.run_deck(WALL, 1, ex, "-integrator", "explicit", "-gravity", "0,0", "-t_end", "0.2", "-output_dt", "0.05")
 ex_dt = 0.2 / T.mpmio.summary(ex)["steps"]

@@ -77,7 +77,8 @@ void mpm_gradient_divergence(const MPMGridBox *g, int n, const double *X, const 
 void mpm_p2g_diagonal(const MPMGridBox *g, int n, const double *X, const double *F, const double *D, double *grid, int off);
 /* The semi-implicit stiffness action with a symmetric linear map per
  * particle: G_p = sum_i in_i grad w_ip^T, A_p = S_p vec(G_p), out_i +=
- * sum_p A_p grad w_ip, on grids of dim values per node.  S_p is dim^2 x dim^2
+ * sum_p A_p grad w_ip, on grids of dim values per node (3D: or 4, the
+ * fourth a padding slot that stays 0, for the vectorized body).  S_p is dim^2 x dim^2
  * (vec(G)[a dim + b] = G_ab), symmetric, stored as its upper triangle row by
  * row (dim^2 (dim^2 + 1) / 2 values per particle).  Specialized for dim and
  * the kernel order: the same sums as mpm_gradient_divergence with the

@@ -35,7 +35,7 @@ typedef struct {
   MPMSpecies     *sp;
   PetscInt        species;
   MPMStressFields f;
-  MPMGridField   *vel;  /* <species>_velocity (dof dim): u on the nodes (local: ghosted) */
+  MPMGridField   *vel;  /* <species>_velocity (dof dim; 4 in 3D, the last slot 0): u on the nodes (local: ghosted) */
   MPMGhostLayers  gl;   /* its ghost-layer exchange */
   Vec             ug, fg, fl; /* owned u for the neighbours' ghosts; the ghosts' force sums; the force on the local box */
   PetscInt        builds; /* the velocity field's build the vectors were made on (0: none) */
@@ -144,14 +144,14 @@ static PetscErrorCode GridSetUp(SemiSpecies *ss)
  * vectors are zeroed once per step and only active entries are written. */
 static PetscErrorCode SetVelocity(SemiSpecies *ss, const double *u)
 {
-  const PetscInt d = ss->sim->dim;
+  const PetscInt d = ss->sim->dim, dof = ss->vel->dof;
   PetscScalar   *ul, *ug;
 
   PetscFunctionBeginUser;
   PetscCall(VecGetArray(ss->vel->local, &ul));
   PetscCall(VecGetArray(ss->ug, &ug));
   for (PetscInt k = 0; k < ss->nact; k++)
-    for (PetscInt a = 0; a < d; a++) ul[ss->loc[k] * d + a] = ug[ss->own[k] * d + a] = u[k * d + a];
+    for (PetscInt a = 0; a < d; a++) ul[ss->loc[k] * dof + a] = ug[ss->own[k] * dof + a] = u[k * d + a];
   PetscCall(VecRestoreArray(ss->ug, &ug));
   PetscCall(VecRestoreArray(ss->vel->local, &ul));
   PetscCall(MPMGhostLayersGather(&ss->gl, ss->ug, ss->vel->local));
@@ -163,7 +163,7 @@ static PetscErrorCode SetVelocity(SemiSpecies *ss, const double *u)
  * again on the nodes the particles reach. */
 static PetscErrorCode GatherForce(SemiSpecies *ss, double *f)
 {
-  const PetscInt     d = ss->sim->dim;
+  const PetscInt     d = ss->sim->dim, dof = ss->vel->dof;
   PetscScalar       *fl;
   const PetscScalar *fg;
 
@@ -172,9 +172,9 @@ static PetscErrorCode GatherForce(SemiSpecies *ss, double *f)
   PetscCall(VecGetArray(ss->fl, &fl));
   PetscCall(VecGetArrayRead(ss->fg, &fg));
   for (PetscInt k = 0; k < ss->nact; k++)
-    for (PetscInt a = 0; a < d; a++) f[k * d + a] = fl[ss->loc[k] * d + a] + fg[ss->own[k] * d + a];
+    for (PetscInt a = 0; a < d; a++) f[k * d + a] = fl[ss->loc[k] * dof + a] + fg[ss->own[k] * dof + a];
   for (PetscInt t = 0; t < ss->ntouch; t++)
-    for (PetscInt a = 0; a < d; a++) fl[ss->touch[t] * d + a] = 0;
+    for (PetscInt a = 0; a < d; a++) fl[ss->touch[t] * dof + a] = 0;
   PetscCall(VecRestoreArrayRead(ss->fg, &fg));
   PetscCall(VecRestoreArray(ss->fl, &fl));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -508,6 +508,27 @@ static PetscErrorCode Inverts(SemiSpecies *ss, PetscBool *bad)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The Krylov method's first iterate: the predictor w = v^n + dt g, unless
+ * -semi_implicit_ksp_initial_guess_nonzero false (then 0).  PETSc's test
+ * stays relative to |b| (the momentum), so a guess near the solution only
+ * shortens the solve. */
+static PetscErrorCode FirstGuess(Semi *se, SemiSpecies *ss)
+{
+  PetscBool    nonzero;
+  PetscScalar *x;
+
+  PetscFunctionBeginUser;
+  PetscCall(KSPGetInitialGuessNonzero(se->ksp, &nonzero));
+  if (!nonzero) {
+    PetscCall(VecZeroEntries(ss->x));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(VecGetArray(ss->x, &x));
+  for (PetscInt k = 0; k < ss->nact * ss->sim->dim; k++) x[k] = ss->w[k];
+  PetscCall(VecRestoreArray(ss->x, &x));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* The solve for one species; *ok false when it failed or the solution
  * would invert a particle (any rank). */
 static PetscErrorCode Solve(Semi *se, SemiSpecies *ss, PetscInt *its, PetscBool *ok)
@@ -524,7 +545,7 @@ static PetscErrorCode Solve(Semi *se, SemiSpecies *ss, PetscInt *its, PetscBool 
   if (nbad > 0) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(KSPReset(se->ksp)); /* the active set, and with it the system's size, changes every step */
   PetscCall(KSPSetOperators(se->ksp, ss->J, ss->J));
-  PetscCall(VecZeroEntries(ss->x));
+  PetscCall(FirstGuess(se, ss));
   PetscCall(KSPSolve(se->ksp, ss->b, ss->x));
   PetscCall(KSPGetConvergedReason(se->ksp, &reason));
   PetscCall(KSPGetIterationNumber(se->ksp, its));
@@ -685,6 +706,7 @@ static PetscErrorCode KrylovSetUp(Semi *se, MPMSim sim, const char *prefix)
   PetscCall(KSPSetOptionsPrefix(se->ksp, prefix));
   PetscCall(KSPSetType(se->ksp, KSPCR));
   PetscCall(KSPSetTolerances(se->ksp, 1e-4, PETSC_DEFAULT, PETSC_DEFAULT, 500)); /* 2D snowball against a wall: 36 iterations per step (50 at 1e-6), its mean position 5e-5 m (dx / 200) from that at 1e-8 */
+  PetscCall(KSPSetInitialGuessNonzero(se->ksp, PETSC_TRUE));
   PetscCall(KSPGetPC(se->ksp, &pc));
   PetscCall(PCSetType(pc, PCJACOBI));
   PetscCall(KSPSetFromOptions(se->ksp));
@@ -715,7 +737,8 @@ static PetscErrorCode SemiSetUp(MPMIntegrator integ, MPMSim sim)
     /* m and m v^n, then the held flag and v^{n+1} for G2P (and v^n for FLIP) */
     PetscCall(MPMGridFieldCreate(sim, name, mpm_transfer_dof((int)sim->dim, se->transfer != MPM_TRANSFER_APIC), PETSC_FALSE, &sp->grid));
     PetscCall(PetscSNPrintf(name, sizeof(name), "%s_velocity", sp->name));
-    PetscCall(MPMGridFieldCreate(sim, name, sim->dim, PETSC_FALSE, &ss->vel));
+    /* 3D: 4 values per node, the last one 0, so that the operator's kernel holds a node in one SIMD vector */
+    PetscCall(MPMGridFieldCreate(sim, name, sim->dim == 3 ? 4 : sim->dim, PETSC_FALSE, &ss->vel));
   }
   PetscCall(KrylovSetUp(se, sim, integ->prefix)); /* reads the -<prefix>* options now, before the unused-option check */
   if (se->cfl_hardened > 0) se->wave_speed = MPMIntegratorWaveSpeed(sim);
