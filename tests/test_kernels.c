@@ -1867,6 +1867,45 @@ static void test_gradient_divergence_sym(int dim, int order, int dof)
   parts_free(&p);
 }
 
+/* mpm_iso_sym_map (the semi-implicit particle map built in the principal
+ * frame) against the map applied through mpm_iso_dpiola to the unit
+ * gradients and symmetrized: fixed-corotated (snow) and Hencky, with and
+ * without the definiteness fix, compressed, stretched and with repeated
+ * singular values. */
+static void test_iso_sym_map(int dim)
+{
+  const int nb = dim * dim, ns = nb * (nb + 1) / 2;
+  double    err = 0, scale = 0;
+  uint64_t  state = 12345u; /* its own generator: the later sections' random instances stay those of the shared stream */
+  for (int trial = 0; trial < 60; trial++) {
+    MPMIsoLinearization lin;
+    double              F[9] = {0}, P[9], S[45], M[81];
+    const double        dt = 1e-3, sc = -2.5e-6;
+    for (int a = 0; a < nb; a++) F[a] = (a % (dim + 1) == 0 ? (trial % 3 == 0 ? 0.9 : 1.02) : 0.0) + (trial % 5 == 4 ? 0.0 : 0.16 * ((double)((state = state * 6364136223846793005u + 1442695040888963407u) >> 11) / 9007199254740992.0 - 0.5));
+    if (trial % 2) mpm_fcr_trial_piola(dim, 7e5, 3e5, F, P, &lin);
+    else mpm_hencky_trial_piola(dim, 7e5, 3e5, F, P, &lin);
+    if (trial % 4 < 2) mpm_iso_definite(&lin);
+    for (int j = 0; j < nb; j++) {
+      double G[9] = {0}, dF[9] = {0}, dP[9], A[9];
+      G[j] = 1;
+      mpm_matmul(dim, G, F, dF);
+      for (int k = 0; k < nb; k++) dF[k] *= dt;
+      mpm_iso_dpiola(&lin, dF, dP);
+      mpm_scaled_pft(dim, sc, dP, F, A);
+      for (int i = 0; i < nb; i++) M[i * nb + j] = A[i];
+    }
+    mpm_iso_sym_map(&lin, dt, sc, S);
+    for (int i = 0, k = 0; i < nb; i++)
+      for (int j = i; j < nb; j++, k++) {
+        const double ref = 0.5 * (M[i * nb + j] + M[j * nb + i]);
+        err   = fmax(err, fabs(S[k] - ref));
+        scale = fmax(scale, fabs(ref));
+      }
+  }
+  (void)ns;
+  CHECK(err, 0, 1e-12 * scale, "semi-implicit map %dD: the principal-frame construction = dP applied to unit gradients, symmetrized (60 points)", dim);
+}
+
 static void test_trial_piola(int dim)
 {
   const MPMDruckerPragerParams p = dp_params(dim, MPM_CONE_PLANE_STRAIN, 30.0, 0.0), pc = dp_params(dim, MPM_CONE_PLANE_STRAIN, 30.0, 2e4);
@@ -2396,6 +2435,7 @@ int main(void)
       if (dim == 3) test_gradient_divergence_sym(dim, order, 4);
     }
   for (int dim = 2; dim <= 3; dim++) {
+    test_iso_sym_map(dim);
     test_trial_elastic(dim, "hencky", mpm_hencky_trial_piola, mpm_hencky_stress);
     test_trial_elastic(dim, "neohookean", mpm_neohookean_trial_piola, mpm_neohookean_stress);
     test_unilateral(dim);

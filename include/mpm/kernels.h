@@ -258,6 +258,12 @@ void   mpm_hencky_unilateral_trial_piola(int dim, double mu, double lambda, cons
 /* dP = dP/dFhat : dF, the derivative of the stress linearized in lin (not
  * symmetric in general: plastic flow on the cone is non-associative). */
 void mpm_iso_dpiola(const MPMIsoLinearization *lin, const double *dF, double *dP);
+/* The semi-implicit stiffness of one particle as a map on the velocity
+ * gradient: A = scale dP(dt G F) F^T, with F the point lin was made at, as a
+ * symmetric dim^2 x dim^2 matrix on vec(G) (G_ab at a dim + b), its upper
+ * triangle row by row (dim^2 (dim^2 + 1) / 2 values).  Built in the
+ * principal frame of F (hyperelastic lin: dg symmetric; symmetrized). */
+void mpm_iso_sym_map(const MPMIsoLinearization *lin, double dt, double scale, double *S);
 /* The definiteness fix of Teran et al. 2005 for a hyperelastic linearization
  * (dg symmetric): dg projected onto the positive semidefinite matrices and
  * the 2x2 rotation/shear blocks' eigenvalues (g_k - g_l)/(s_k - s_l) and

@@ -239,26 +239,6 @@ static PetscErrorCode OperatorDiagonal(Mat J, Vec D)
 }
 
 /* ------------------------------------------------- the linearization */
-/* Particle q's map G -> A = -beta dt V0 dP(dt G F) F^T as a matrix on
- * vec(G), applied to the unit gradients, symmetrized (the energy's Hessian
- * contracted with F on both sides: symmetric up to roundoff) and packed. */
-static void SymmetricMap(int d, double dt, double beta, double V0, const double *F, const MPMIsoLinearization *lin, double *S)
-{
-  const int nb = d * d;
-  double    M[81];
-  for (int j = 0; j < nb; j++) {
-    double G[9] = {0}, dF[9] = {0}, dP[9];
-    G[j] = 1;
-    mpm_matmul(d, G, F, dF);
-    for (int k = 0; k < nb; k++) dF[k] *= dt;
-    mpm_iso_dpiola(lin, dF, dP);
-    mpm_scaled_pft(d, -beta * dt * V0, dP, F, G);
-    for (int i = 0; i < nb; i++) M[i * nb + j] = G[i];
-  }
-  for (int i = 0, k = 0; i < nb; i++)
-    for (int j = i; j < nb; j++) S[k++] = 0.5 * (M[i * nb + j] + M[j * nb + i]);
-}
-
 /* At F_E^n, every particle (runs of one material): the stress P and its
  * linearization (the materials' trial_stress at Fhat = F_E), the explicit
  * force's A = -dt V0 P F^T and the symmetric map S.  An inverted or
@@ -291,7 +271,7 @@ static PetscErrorCode Linearize(SemiSpecies *ss, double beta, PetscBool definite
       m->ops.trial_stress(m, &pts, (int)(q - q0), F, P, &ss->lin[q]);
       if (definite) mpm_iso_definite(&ss->lin[q]);
       mpm_scaled_pft(d, -ss->dt * V0[q], P, F, A);
-      SymmetricMap(d, ss->dt, beta, V0[q], F, &ss->lin[q], S);
+      mpm_iso_sym_map(&ss->lin[q], ss->dt, -beta * ss->dt * V0[q], S); /* G -> -beta dt V0 dP(dt G F) F^T */
     }
   }
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -217,10 +217,27 @@ void mpm_neohookean_trial_piola(int d, double mu, double lambda, const double *F
  *   Q = (g_k - g_l)/(s_k - s_l), S = (g_k + g_l)/(s_k + s_l).
  * For s_k -> s_l, Q -> dg_k/ds_k - dg_k/ds_l (g is symmetric under a swap of
  * its arguments), which avoids the cancellation. */
+/* The shear/rotation block of principal pair (k, l) in mpm_iso_dpiola:
+ * Pt_kl = a Ft_kl + b Ft_lk, Pt_lk = a Ft_lk + b Ft_kl. */
+static void iso_pair(const MPMIsoLinearization *lin, int k, int l, double *a, double *b)
+{
+  const int     d = lin->dim;
+  const double *s = lin->s, *g = lin->g;
+  const double  ds = s[k] - s[l];
+  const double  Q  = fabs(ds) > 1e-8 * (s[k] + s[l]) ? (g[k] - g[l]) / ds : lin->dg[k * d + k] - lin->dg[k * d + l];
+  double        S  = (g[k] + g[l]) / (s[k] + s[l]), Qd = Q;
+  if (lin->definite) {
+    Qd = fmax(Q, 0.0);
+    S  = fmax(S, 0.0);
+  }
+  *a = 0.5 * (Qd + S);
+  *b = 0.5 * (Qd - S);
+}
+
 void mpm_iso_dpiola(const MPMIsoLinearization *lin, const double *dF, double *dP)
 {
   const int     d = lin->dim;
-  const double *U = lin->U, *V = lin->V, *s = lin->s, *g = lin->g;
+  const double *U = lin->U, *V = lin->V;
   double        T[9], Ft[9], Pt[9];
   mpm_matmul(d, dF, V, T);
   for (int k = 0; k < d; k++)
@@ -234,14 +251,8 @@ void mpm_iso_dpiola(const MPMIsoLinearization *lin, const double *dF, double *dP
     for (int l = 0; l < d; l++) t += lin->dg[k * d + l] * Ft[l * d + l];
     Pt[k * d + k] = t;
     for (int l = k + 1; l < d; l++) {
-      const double ds = s[k] - s[l];
-      const double Q  = fabs(ds) > 1e-8 * (s[k] + s[l]) ? (g[k] - g[l]) / ds : lin->dg[k * d + k] - lin->dg[k * d + l];
-      double       S  = (g[k] + g[l]) / (s[k] + s[l]), Qd = Q;
-      if (lin->definite) {
-        Qd = fmax(Q, 0.0);
-        S  = fmax(S, 0.0);
-      }
-      const double a = 0.5 * (Qd + S), b = 0.5 * (Qd - S);
+      double a, b;
+      iso_pair(lin, k, l, &a, &b);
       Pt[k * d + l]   = a * Ft[k * d + l] + b * Ft[l * d + k];
       Pt[l * d + k]   = a * Ft[l * d + k] + b * Ft[k * d + l];
     }
@@ -260,10 +271,74 @@ void mpm_iso_dpiola(const MPMIsoLinearization *lin, const double *dF, double *dP
     }
 }
 
+/* With F = U diag(s) V^T (the linearization's own decomposition), dF =
+ * dt G F and A = scale dP F^T become, in the frame Ghat = U^T G U, Ahat =
+ * U^T A U = scale dt Pt(Ghat diag(s)) diag(s): a diagonal block coupling
+ * Ghat_kk to Ghat_ll through s_k dg_kl s_l, and per pair (k, l) a 2x2 block
+ * on (Ghat_kl, Ghat_lk) with a s_l^2, b s_k s_l, a s_k^2.  V drops out.
+ * Then S = Z Shat Z^T with the columns z_kl = vec(U e_k e_l^T U^T), and Shat
+ * is symmetrized (dg_kl against dg_lk; the definiteness fix keeps dg
+ * symmetric), so S is symmetric by construction. */
+void mpm_iso_sym_map(const MPMIsoLinearization *lin, double dt, double scale, double *S)
+{
+  const int     d = lin->dim, nb = d * d;
+  const double *U = lin->U, *s = lin->s, c = scale * dt;
+  double        Sh[81] = {0}, Z[81], W[81];
+
+  for (int k = 0; k < d; k++)
+    for (int l = 0; l < d; l++) Sh[(k * d + k) * nb + l * d + l] = c * s[k] * 0.5 * (lin->dg[k * d + l] + lin->dg[l * d + k]) * s[l];
+  for (int k = 0; k < d; k++)
+    for (int l = k + 1; l < d; l++) {
+      const int kl = k * d + l, lk = l * d + k;
+      double    a, b;
+      iso_pair(lin, k, l, &a, &b);
+      Sh[kl * nb + kl] = c * a * s[l] * s[l];
+      Sh[lk * nb + lk] = c * a * s[k] * s[k];
+      Sh[kl * nb + lk] = Sh[lk * nb + kl] = c * b * s[k] * s[l];
+    }
+  for (int a = 0; a < d; a++) /* Z[(a b), (k l)] = U_ak U_bl */
+    for (int b = 0; b < d; b++)
+      for (int k = 0; k < d; k++)
+        for (int l = 0; l < d; l++) Z[(a * d + b) * nb + k * d + l] = U[a * d + k] * U[b * d + l];
+  for (int i = 0; i < nb; i++) /* W = Z Shat */
+    for (int j = 0; j < nb; j++) {
+      double t = 0;
+      for (int m = 0; m < nb; m++) t += Z[i * nb + m] * Sh[m * nb + j];
+      W[i * nb + j] = t;
+    }
+  for (int i = 0, n = 0; i < nb; i++) /* S = W Z^T, upper triangle */
+    for (int j = i; j < nb; j++, n++) {
+      double t = 0;
+      for (int m = 0; m < nb; m++) t += W[i * nb + m] * Z[j * nb + m];
+      S[n] = t;
+    }
+}
+
+/* 1 when the symmetric d x d matrix A is positive definite (its Cholesky
+ * factorization has positive pivots). */
+static int positive_definite(int d, const double *A)
+{
+  double L[9] = {0};
+  for (int j = 0; j < d; j++) {
+    double t = A[j * d + j];
+    for (int k = 0; k < j; k++) t -= L[j * d + k] * L[j * d + k];
+    if (!(t > 0)) return 0;
+    L[j * d + j] = sqrt(t);
+    for (int i = j + 1; i < d; i++) {
+      double u = A[i * d + j];
+      for (int k = 0; k < j; k++) u -= L[i * d + k] * L[j * d + k];
+      L[i * d + j] = u / L[j * d + j];
+    }
+  }
+  return 1;
+}
+
 void mpm_iso_definite(MPMIsoLinearization *lin)
 {
   const int d = lin->dim;
   double    lam[3], U[9];
+  lin->definite = 1;
+  if (positive_definite(d, lin->dg)) return; /* its projection is itself: skip the eigen-decomposition (most points) */
   mpm_sym_eig(d, lin->dg, lam, U);
   for (int k = 0; k < d; k++)
     for (int l = 0; l < d; l++) {

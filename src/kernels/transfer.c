@@ -804,8 +804,55 @@ void mpm_gradient_divergence_sym(const MPMGridBox *g, int n, const double *X, co
   else g->order == 2 ? graddiv_sym(2, 2, g, n, X, S, in, out) : graddiv_sym(2, 3, g, n, X, S, in, out);
 }
 
+/* mpm_p2g_sym_diagonal in 3D on nodes of 4 doubles.  With D_a[b][c] =
+ * S[(a b), (a c)] and gw = (X1 Y0 Z0, X0 Y1 Z0, X0 Y0 Z1) (X0 = wx, X1 =
+ * dwx, ...), gw^T D_a gw groups by the x factor: X1^2 [D00 Y0^2 Z0^2] +
+ * X0^2 [D11 Y1^2 Z0^2 + D22 Y0^2 Z1^2 + 2 D12 Y0 Y1 Z0 Z1] + X0 X1 [2 D01
+ * Y0 Y1 Z0^2 + 2 D02 Y0^2 Z0 Z1]: per-plane and per-row vectors over a, 3
+ * vector FMAs per node. */
+ALWAYS_INLINE void sym_diagonal_3d_vec4(const int order, const MPMGridBox *g, int n, const double *restrict X, const double *restrict S, double scale,
+                                        double *restrict grid)
+{
+  const int  W = order + 1, ns = 45;
+  const long sy = 4L * g->gn[0], sz = sy * g->gn[1];
+  const vec4 zero = {0};
+
+  for (int q = 0; q < n; q++) {
+    Stencil       s;
+    const double *Sq = S + (size_t)q * ns;
+    vec4          E[3][3];
+    stencil_eval(g, 3, order, X + 3 * q, &s);
+    for (int b = 0; b < 3; b++)
+      for (int c = b; c < 3; c++) {
+        const double f = (b == c ? 1.0 : 2.0) * scale;
+        E[b][c] = (vec4){f * Sq[sym_index(9, 0 + b, 0 + c)], f * Sq[sym_index(9, 3 + b, 3 + c)], f * Sq[sym_index(9, 6 + b, 6 + c)], 0};
+      }
+    double *origin = grid + 4 * node_offset(g, s.base[0], s.base[1], s.base[2]);
+    for (int kz = 0; kz < W; kz++) {
+      const double Z0 = s.w[2][kz], Z1 = s.dw[2][kz];
+      const vec4   PA = vec4_madd(Z0 * Z0, E[0][0], zero), PB1 = vec4_madd(Z0 * Z0, E[1][1], zero), PB2 = vec4_madd(Z1 * Z1, E[2][2], zero),
+                 PB3 = vec4_madd(Z0 * Z1, E[1][2], zero), PC1 = vec4_madd(Z0 * Z0, E[0][1], zero), PC2 = vec4_madd(Z0 * Z1, E[0][2], zero);
+      for (int ky = 0; ky < W; ky++) {
+        const double Y0 = s.w[1][ky], Y1 = s.dw[1][ky];
+        const vec4   RA = vec4_madd(Y0 * Y0, PA, zero);
+        const vec4   RB = vec4_madd(Y1 * Y1, PB1, vec4_madd(Y0 * Y0, PB2, vec4_madd(Y0 * Y1, PB3, zero)));
+        const vec4   RC = vec4_madd(Y0 * Y1, PC1, vec4_madd(Y0 * Y0, PC2, zero));
+        double      *row = origin + kz * sz + ky * sy;
+        for (int kx = 0; kx < W; kx++) {
+          const double X0 = s.w[0][kx], X1 = s.dw[0][kx];
+          vec4_store(row + 4 * kx, vec4_madd(X1 * X1, RA, vec4_madd(X0 * X0, RB, vec4_madd(X0 * X1, RC, vec4_load(row + 4 * kx)))));
+        }
+      }
+    }
+  }
+}
+
 void mpm_p2g_sym_diagonal(const MPMGridBox *g, int n, const double *X, const double *S, double scale, double *grid)
 {
+  if (g->dim == 3 && g->dof == 4) {
+    g->order == 2 ? sym_diagonal_3d_vec4(2, g, n, X, S, scale, grid) : sym_diagonal_3d_vec4(3, g, n, X, S, scale, grid);
+    return;
+  }
   const int   d = g->dim, nb = d * d, ns = nb * (nb + 1) / 2;
   StencilGrad sg;
   for (int q = 0; q < n; q++) {
