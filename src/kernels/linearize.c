@@ -276,41 +276,44 @@ void mpm_iso_dpiola(const MPMIsoLinearization *lin, const double *dF, double *dP
  * U^T A U = scale dt Pt(Ghat diag(s)) diag(s): a diagonal block coupling
  * Ghat_kk to Ghat_ll through s_k dg_kl s_l, and per pair (k, l) a 2x2 block
  * on (Ghat_kl, Ghat_lk) with a s_l^2, b s_k s_l, a s_k^2.  V drops out.
- * Then S = Z Shat Z^T with the columns z_kl = vec(U e_k e_l^T U^T), and Shat
- * is symmetrized (dg_kl against dg_lk; the definiteness fix keeps dg
- * symmetric), so S is symmetric by construction. */
+ * Then S = Z Shat Z^T with the columns z_kl = vec(U e_k e_l^T U^T), summed
+ * block by block; Shat is symmetrized (dg_kl against dg_lk; the
+ * definiteness fix keeps dg symmetric), so S is symmetric and its upper
+ * triangle is the sum of its terms' upper triangles. */
 void mpm_iso_sym_map(const MPMIsoLinearization *lin, double dt, double scale, double *S)
 {
-  const int     d = lin->dim, nb = d * d;
+  const int     d = lin->dim, nb = d * d, ns = nb * (nb + 1) / 2;
   const double *U = lin->U, *s = lin->s, c = scale * dt;
-  double        Sh[81] = {0}, Z[81], W[81];
+  double        z[9][9], r[3][9]; /* z[k d + l] = vec(u_k u_l^T), u_k the k-th column of U */
 
   for (int k = 0; k < d; k++)
-    for (int l = 0; l < d; l++) Sh[(k * d + k) * nb + l * d + l] = c * s[k] * 0.5 * (lin->dg[k * d + l] + lin->dg[l * d + k]) * s[l];
+    for (int l = 0; l < d; l++)
+      for (int a = 0; a < d; a++)
+        for (int b = 0; b < d; b++) z[k * d + l][a * d + b] = U[a * d + k] * U[b * d + l];
+  for (int n = 0; n < ns; n++) S[n] = 0;
+  /* the diagonal block: sum_kl D_kl z_kk z_ll^T with D_kl = c s_k sym(dg)_kl s_l, as r_l z_ll^T */
+  for (int l = 0; l < d; l++)
+    for (int i = 0; i < nb; i++) {
+      double t = 0;
+      for (int k = 0; k < d; k++) t += c * s[k] * 0.5 * (lin->dg[k * d + l] + lin->dg[l * d + k]) * s[l] * z[k * d + k][i];
+      r[l][i] = t;
+    }
+  for (int l = 0; l < d; l++) /* the sum is symmetric: the upper triangle of each term adds up to the sum's */
+    for (int i = 0, n = 0; i < nb; i++)
+      for (int j = i; j < nb; j++, n++) S[n] += r[l][i] * z[l * d + l][j];
+  /* each pair: [alpha beta; beta gamma] on (z_kl, z_lk), = y1 z_kl^T + y2 z_lk^T */
   for (int k = 0; k < d; k++)
     for (int l = k + 1; l < d; l++) {
-      const int kl = k * d + l, lk = l * d + k;
-      double    a, b;
+      const double *zk = z[k * d + l], *zl = z[l * d + k];
+      double        a, b, y1[9], y2[9];
       iso_pair(lin, k, l, &a, &b);
-      Sh[kl * nb + kl] = c * a * s[l] * s[l];
-      Sh[lk * nb + lk] = c * a * s[k] * s[k];
-      Sh[kl * nb + lk] = Sh[lk * nb + kl] = c * b * s[k] * s[l];
-    }
-  for (int a = 0; a < d; a++) /* Z[(a b), (k l)] = U_ak U_bl */
-    for (int b = 0; b < d; b++)
-      for (int k = 0; k < d; k++)
-        for (int l = 0; l < d; l++) Z[(a * d + b) * nb + k * d + l] = U[a * d + k] * U[b * d + l];
-  for (int i = 0; i < nb; i++) /* W = Z Shat */
-    for (int j = 0; j < nb; j++) {
-      double t = 0;
-      for (int m = 0; m < nb; m++) t += Z[i * nb + m] * Sh[m * nb + j];
-      W[i * nb + j] = t;
-    }
-  for (int i = 0, n = 0; i < nb; i++) /* S = W Z^T, upper triangle */
-    for (int j = i; j < nb; j++, n++) {
-      double t = 0;
-      for (int m = 0; m < nb; m++) t += W[i * nb + m] * Z[j * nb + m];
-      S[n] = t;
+      const double alpha = c * a * s[l] * s[l], gamma = c * a * s[k] * s[k], beta = c * b * s[k] * s[l];
+      for (int i = 0; i < nb; i++) {
+        y1[i] = alpha * zk[i] + beta * zl[i];
+        y2[i] = beta * zk[i] + gamma * zl[i];
+      }
+      for (int i = 0, n = 0; i < nb; i++)
+        for (int j = i; j < nb; j++, n++) S[n] += y1[i] * zk[j] + y2[i] * zl[j];
     }
 }
 
