@@ -1,6 +1,7 @@
 """AddressSanitizer + UndefinedBehaviorSanitizer: a second build
 (-DMPM_SANITIZE=ON, in <build>/sanitize) runs the unit tests and short
-decks at 1 and 2 ranks: 2D and 3D, APIC and FLIP, quadratic and cubic, an
+decks at 1 and 2 ranks: 2D and 3D, APIC and FLIP, quadratic and cubic, the
+semi-implicit snowball through its impact (2D and 3D), an
 emitter, an input error (exit 1) and a blow-up caught as non-finite
 (exit 70).  Every run must end with its expected exit code and without a
 single sanitizer report: no memory error, no undefined behaviour (float to
@@ -43,6 +44,8 @@ DECKS = [
     ("2D column", ["column_collapse_2d.yaml", "-dx", "0.0125", "-max_steps", "50"], 0),
     ("3D ball into sand", ["ball_into_sand_3d.yaml", "-dx", "0.02", "-ball_radius", "0.06", "-max_steps", "20"], 0),
     ("2D spout, FLIP, cubic", ["sand_spout_2d.yaml", "-dx", "0.005", "-max_steps", "50", "-transfer", "flip", "-kernel", "cubic"], 0),
+    ("2D snowball, semi-implicit", ["snowball_wall_2d.yaml", "-t_end", "0.08", "-output_dt", "0.08"], 0),
+    ("3D snowball, semi-implicit", ["snowball_wall_3d.yaml", "-dx", "0.02", "-t_end", "0.022", "-output_dt", "0.022"], 0),
     ("input error", ["column_collapse_2d.yaml", "-sand_density", "-1"], 1),
     ("blow-up", ["verification/free_fall.yaml", "-dt", "1e-3", "-cube_velocity_gradient", "-3000,0,0,0"], 70),
 ]
