@@ -2380,6 +2380,177 @@ static void test_dcfp_local(int d, int max_newton)
   }
 }
 
+
+/* ------------------------------------------------------------------------ */
+/* 12. Anisotropic grains (D s. 6.2, dcfp.c)                                 */
+/* ------------------------------------------------------------------------ */
+/* lambda~ = Tr(lambda)/d I + Dev(N Dev(lambda) N) by matrices, N = M^-1 */
+static void aniso_direct(int d, const double *M, const double *lam, double *out)
+{
+  double N[9], T[9], S[9], tr = 0, trs = 0;
+  mpm_inverse(d, M, N);
+  mpm_chi(d, lam, T);
+  for (int a = 0; a < d; a++) tr += T[a * (d + 1)];
+  for (int a = 0; a < d; a++) T[a * (d + 1)] -= tr / d;
+  for (int a = 0; a < d; a++)
+    for (int b = 0; b < d; b++) {
+      double t = 0;
+      for (int k = 0; k < d; k++)
+        for (int l = 0; l < d; l++) t += N[a * d + k] * T[k * d + l] * N[l * d + b];
+      S[a * d + b] = t;
+    }
+  for (int a = 0; a < d; a++) trs += S[a * (d + 1)];
+  for (int a = 0; a < d; a++) S[a * (d + 1)] += (tr - trs) / d;
+  mpm_chi_inverse(d, S, out);
+}
+
+/* A random normal distribution's moment: sum of 3 random n n^T, trace 1 */
+static void random_nu2(int d, double *nu2)
+{
+  for (int i = 0; i < d * d; i++) nu2[i] = 0;
+  double w = 0;
+  for (int k = 0; k < 3; k++) {
+    double n[3] = {urange(-1, 1), urange(-1, 1), d == 3 ? urange(-1, 1) : 0}, nn = 0;
+    for (int a = 0; a < d; a++) nn += n[a] * n[a];
+    for (int a = 0; a < d; a++)
+      for (int b = 0; b < d; b++) nu2[a * d + b] += n[a] * n[b] / nn;
+    w += 1;
+  }
+  for (int i = 0; i < d * d; i++) nu2[i] /= w;
+}
+
+static void nu2_to_M(int d, double alpha, const double *nu2, double *M)
+{
+  for (int a = 0; a < d; a++)
+    for (int b = 0; b < d; b++) M[a * d + b] = (a == b ? 1.0 - alpha : 0.0) + d * alpha * nu2[a * d + b];
+}
+
+static void test_aniso_map(int d)
+{
+  const int n = mpm_sym_size(d);
+  double    Nm[36], Ni[36], M[9], nu2[9], worst_id = 0, worst_sym = 0, worst_inv = 0, worst_direct = 0, worst_trace = 0;
+  for (int a = 0; a < d; a++) /* isotropic normals: the identity, any alpha */
+    for (int b = 0; b < d; b++) nu2[a * d + b] = a == b ? 1.0 / d : 0.0;
+  nu2_to_M(d, 0.6, nu2, M);
+  CHECK(mpm_aniso_map(d, M, Nm, Ni), 1, 0, "%dD anisotropy: map built", d);
+  for (int i = 0; i < n * n; i++) worst_id = fmax(worst_id, fmax(fabs(Nm[i] - (i % (n + 1) == 0)), fabs(Ni[i] - (i % (n + 1) == 0))));
+  CHECK(worst_id, 0, 1e-14, "%dD anisotropy: isotropic normals (nu2 = I/d, alpha 0.6) leave the law unchanged (N = I)", d);
+  for (int k = 0; k < 200; k++) {
+    double lam[6], a[6], b[6], c[6];
+    random_nu2(d, nu2);
+    nu2_to_M(d, urange(0, 0.9), nu2, M);
+    mpm_aniso_map(d, M, Nm, Ni);
+    for (int i = 0; i < n; i++)
+      for (int j = 0; j < n; j++) {
+        double t = 0;
+        for (int l = 0; l < n; l++) t += Nm[i * n + l] * Ni[l * n + j];
+        worst_inv = fmax(worst_inv, fabs(t - (i == j)));
+        worst_sym = fmax(worst_sym, fabs(Nm[i * n + j] - Nm[j * n + i]));
+      }
+    for (int i = 1; i < n; i++) worst_trace = fmax(worst_trace, fmax(fabs(Nm[i]), fabs(Nm[i * n])));
+    for (int i = 0; i < n; i++) lam[i] = urange(-1, 1);
+    aniso_direct(d, M, lam, a);
+    for (int i = 0; i < n; i++) {
+      b[i] = 0;
+      for (int j = 0; j < n; j++) b[i] += Nm[i * n + j] * lam[j];
+    }
+    worst_direct = fmax(worst_direct, maxdiff(n, a, b));
+    (void)c;
+  }
+  CHECK(worst_sym, 0, 1e-14, "%dD anisotropy: the map is symmetric in the chi basis (200 random nu2, alpha)", d);
+  CHECK(worst_trace, 0, 0, "%dD anisotropy: the trace part is untouched (block diagonal)", d);
+  CHECK(worst_inv, 0, 1e-12, "%dD anisotropy: the inverse", d);
+  CHECK(worst_direct, 0, 1e-13, "%dD anisotropy: the matrix applies Tr/d I + Dev(N Dev N)", d);
+  { /* aligned normals e_0: the cone admits shears scaled by 1/(N_a N_b) */
+    const double alpha = 0.4;
+    double       T[9] = {0}, r[6], out[6];
+    for (int i = 0; i < d * d; i++) nu2[i] = i == 0 ? 1.0 : 0.0;
+    nu2_to_M(d, alpha, nu2, M);
+    mpm_aniso_map(d, M, Nm, Ni);
+    T[1] = T[d] = 1; /* normal-tangent shear e0 e1 */
+    mpm_chi_inverse(d, T, r);
+    for (int i = 0; i < n; i++) {
+      out[i] = 0;
+      for (int j = 0; j < n; j++) out[i] += Nm[i * n + j] * r[j];
+    }
+    CHECK(tnorm(n, out) / tnorm(n, r), 1.0 / ((1 + (d - 1) * alpha) * (1 - alpha)), 1e-14, "%dD anisotropy: aligned normals, normal-tangent shear: friction x (1 + %d alpha)(1 - alpha)", d, d - 1);
+    if (d == 3) {
+      for (int i = 0; i < 9; i++) T[i] = 0;
+      T[5] = T[7] = 1; /* tangent-tangent shear e1 e2 */
+      mpm_chi_inverse(d, T, r);
+      for (int i = 0; i < n; i++) {
+        out[i] = 0;
+        for (int j = 0; j < n; j++) out[i] += Nm[i * n + j] * r[j];
+      }
+      CHECK(tnorm(n, out) / tnorm(n, r), 1.0 / ((1 - alpha) * (1 - alpha)), 1e-14, "3D anisotropy: aligned normals, tangent-tangent shear: friction x (1 - alpha)^2 (the seed's)");
+    }
+  }
+}
+
+/* The normals' moment: isotropic stays isotropic, a pure rotation turns
+ * it, a simple shear aligns the normals with the velocity gradient
+ * (flat grains stack parallel to the shear planes) */
+static void test_grain_orientation(int d)
+{
+  double nu2[9], G[9] = {0}, worst_iso = 0, worst_tr = 0, minev = 1;
+  for (int k = 0; k < 50; k++) {
+    for (int a = 0; a < d; a++)
+      for (int b = 0; b < d; b++) nu2[a * d + b] = a == b ? 1.0 / d : 0.0, G[a * d + b] = urange(-1, 1);
+    for (int a = 0; a < d; a++)
+      for (int b = 0; b < a; b++) G[a * d + b] = -G[b * d + a]; /* skew: a rotation */
+    for (int a = 0; a < d; a++) G[a * (d + 1)] = 0;
+    mpm_grain_orientation_step(d, urange(0, 1), G, 1e-2, nu2);
+    for (int a = 0; a < d; a++)
+      for (int b = 0; b < d; b++) worst_iso = fmax(worst_iso, fabs(nu2[a * d + b] - (a == b ? 1.0 / d : 0.0)));
+  }
+  CHECK(worst_iso, 0, 1e-15, "%dD grain normals: an isotropic distribution stays isotropic under rotation", d);
+  { /* a rotation by pi/4 about the last axis turns nu2 = e0 e0 */
+    const int    steps = 4000;
+    const double th    = M_PI / 4, dt = th / steps;
+    for (int i = 0; i < 9; i++) nu2[i] = 0, G[i] = 0;
+    nu2[0]    = 1;
+    G[1 * d]  = 1; /* du_y/dx = 1, du_x/dy = -1: omega = 1 */
+    G[1]      = -1;
+    for (int s = 0; s < steps; s++) {
+      mpm_grain_orientation_step(d, 0.8, G, dt, nu2);
+      double tr = 0;
+      for (int a = 0; a < d; a++) tr += nu2[a * (d + 1)];
+      worst_tr = fmax(worst_tr, fabs(tr - 1));
+    }
+    const double c = cos(th), s = sin(th);
+    CHECK(fmax(fabs(nu2[0] - c * c), fmax(fabs(nu2[1] - c * s), fabs(nu2[d + 1] - s * s))), 0, 2e-3, "%dD grain normals: a rotation by pi/4 turns e0 e0 to n n^T, n = (cos, sin) (explicit steps of pi/16000)", d);
+    CHECK(worst_tr, 0, 1e-14, "%dD grain normals: trace 1 kept", d);
+  }
+  { /* simple shear u_x = y: the steady orientation of Jeffery's equation
+       with the closure, nu2 = diag((1 - ell)/2, (1 + ell)/2, 0) (the normals
+       in the plane of the shear, mostly along the velocity gradient), stays */
+    const double ell = 0.8;
+    for (int i = 0; i < 9; i++) G[i] = 0, nu2[i] = 0;
+    G[1] = 1;
+    nu2[0] = 0.5 * (1 - ell), nu2[d + 1] = 0.5 * (1 + ell);
+    for (int s = 0; s < 1000; s++) mpm_grain_orientation_step(d, ell, G, 1e-3, nu2);
+    CHECK(fmax(fabs(nu2[0] - 0.5 * (1 - ell)), fmax(fabs(nu2[1]), fabs(nu2[d + 1] - 0.5 * (1 + ell)))), 0, 1e-12,
+          "%dD grain normals: simple shear, ell 0.8: the steady nu2 = diag((1 - ell)/2, (1 + ell)/2%s) stays (strain 1)", d, d == 3 ? ", 0" : "");
+  }
+  { /* from isotropic normals: orbits about it (a centre, as Jeffery's orbits), normals mostly along y */
+    double avg[9] = {0};
+    for (int i = 0; i < 9; i++) G[i] = 0;
+    for (int a = 0; a < d; a++)
+      for (int b = 0; b < d; b++) nu2[a * d + b] = a == b ? 1.0 / d : 0.0;
+    G[1] = 1;
+    for (int s = 0; s < 40000; s++) {
+      double l2[3], U2[9];
+      mpm_grain_orientation_step(d, 0.8, G, 1e-3, nu2);
+      mpm_sym_eig(d, nu2, l2, U2);
+      for (int a = 0; a < d; a++) minev = fmin(minev, l2[a]);
+      for (int i = 0; i < d * d; i++) avg[i] += nu2[i] / 40000;
+    }
+    printf("   %dD simple shear from isotropic normals, ell 0.8, strain 40: mean nu2_xx %.3f, nu2_yy %.3f, nu2_xy %.3f\n", d, avg[0], avg[d + 1], avg[1]);
+    CHECK(minev > -1e-14, 1, 0, "%dD grain normals: nu2 stays positive semidefinite (smallest eigenvalue %.1e)", d, minev);
+    CHECK(avg[d + 1] > avg[0] + 0.15, 1, 0, "%dD grain normals: under shear the normals turn to the velocity gradient (mean nu2_yy - nu2_xx > 0.15)", d);
+  }
+}
+
 int main(void)
 {
   printf("%-74s %-20s %-20s %-7s %s\n", "check", "value", "expected", "tol", "result");
@@ -2462,6 +2633,12 @@ int main(void)
     test_dcfp_project(dim);
     test_dcfp_local(dim, 50);
     test_dcfp_local(dim, 0);
+  }
+
+  section("12. Anisotropic grains (Daviet and Bertails-Descoubes 2016 s. 6.2): the friction's change of variables, the normals' moment");
+  for (int dim = 2; dim <= 3; dim++) {
+    test_aniso_map(dim);
+    test_grain_orientation(dim);
   }
 
   printf("\n%d checks, %d failed\n", n_checks, n_failed);

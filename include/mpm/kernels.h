@@ -338,6 +338,16 @@ MPMDcfpCase mpm_dcfp_local(int n, const double *W, const double *b, double mu, d
 void mpm_dcfp_project(int n, double mu, const double *x, double *p);
 /* |r - P_K(r - rho (u + mu |u_T| e_N))|, rho = n / tr W: 0 at a solution */
 double mpm_dcfp_residual(int n, const double *W, const double *b, double mu, const double *r);
+/* Anisotropic grains (D s. 6.2).  One explicit step of the normals'
+ * second moment nu2 (d x d, trace 1) under the velocity gradient G:
+ * Jeffery's equation for the tangents' moment with the quadratic closure,
+ * ell = (L/W - 1)/(L/W + 1) the grains' elongation in [0, 1]. */
+void mpm_grain_orientation_step(int dim, double ell, const double *G, double dt, double *nu2);
+/* The change of variables lambda~ = N(lambda) = Tr(lambda)/d I +
+ * Dev(N Dev(lambda) N), M = N^-1 = (1 - alpha) I + d alpha nu2 given: its
+ * n x n matrix in the chi basis (symmetric) and the inverse's.  0 if M
+ * is singular. */
+int mpm_aniso_map(int dim, const double *M, double *Nmat, double *Ninv);
 /* mpm_snow_update of n particles (3D in MPM_LANES SIMD lanes, equal to it
  * to roundoff); pcase[i] = MPM_CASE_CONE where clamped, else ELASTIC. */
 void mpm_snow_update_n(const MPMSnowParams *p, int n, double *Fe, double *Jp, double *tau, uint8_t *pcase);

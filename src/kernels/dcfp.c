@@ -252,3 +252,96 @@ MPMDcfpCase mpm_dcfp_local(int n, const double *W, const double *b, double mu, d
   }
   return MPM_DCFP_FAILSAFE;
 }
+
+/* ---------------------------------------------------------- anisotropy */
+/* Grain orientation (D s. 6.2).  nu2 = int n n^T psi(n), the second moment
+ * of the grains' normals (trace 1), and pi2 the moment of their tangent
+ * directions, pi2 = P (I - D) P^T / (d - 1) for nu2 = P D P^T, which is
+ * (I - nu2) / (d - 1) without the eigen-decomposition (the seed's 1/2 in
+ * 3D; 1 in 2D, where a grain has one tangent).  pi2 follows Jeffery's
+ * equation for fibres with the quadratic closure pi4 ~ pi2 (x) pi2
+ * (D24), one explicit Euler step:
+ *
+ *   pi2' = pi2 + dt [W pi2 - pi2 W + ell (E pi2 + pi2 E - 2 pi2 (pi2 : E))]
+ *
+ * E, W the symmetric and skew parts of G = grad u.  The seed prints
+ * "W pi2 + pi2 W"; that is not symmetric for a skew W, so the rotation
+ * term is taken as the commutator, as in Jeffery's equation and in the
+ * frames' own update (D22).  nu2' = I - (d - 1) pi2', its negative
+ * eigenvalues (a step too large for the closure) clamped to 0 and the
+ * result scaled to trace 1 (the seed's nu2 / |nu2|_1). */
+void mpm_grain_orientation_step(int dim, double ell, const double *G, double dt, double *nu2)
+{
+  const int d = dim;
+  double    pi[9], E[9], W[9], r[9], pe = 0, lam[3], U[9], tr = 0;
+  for (int a = 0; a < d; a++)
+    for (int b = 0; b < d; b++) {
+      pi[a * d + b] = ((a == b ? 1.0 : 0.0) - nu2[a * d + b]) / (d - 1);
+      E[a * d + b]  = 0.5 * (G[a * d + b] + G[b * d + a]);
+      W[a * d + b]  = 0.5 * (G[a * d + b] - G[b * d + a]);
+    }
+  for (int k = 0; k < d * d; k++) pe += pi[k] * E[k];
+  for (int a = 0; a < d; a++)
+    for (int b = 0; b < d; b++) {
+      double t = -2.0 * ell * pi[a * d + b] * pe;
+      for (int c = 0; c < d; c++) t += W[a * d + c] * pi[c * d + b] - pi[a * d + c] * W[c * d + b] + ell * (E[a * d + c] * pi[c * d + b] + pi[a * d + c] * E[c * d + b]);
+      r[a * d + b] = pi[a * d + b] + dt * t;
+    }
+  for (int a = 0; a < d; a++) /* nu2' = I - (d - 1) pi2', symmetrized */
+    for (int b = 0; b < d; b++) pi[a * d + b] = (a == b ? 1.0 : 0.0) - 0.5 * (d - 1) * (r[a * d + b] + r[b * d + a]);
+  mpm_sym_eig(d, pi, lam, U);
+  for (int k = 0; k < d; k++) {
+    lam[k] = lam[k] > 0 ? lam[k] : 0.0;
+    tr += lam[k];
+  }
+  for (int a = 0; a < d; a++)
+    for (int b = 0; b < d; b++) {
+      double t = 0;
+      for (int k = 0; k < d; k++) t += U[a * d + k] * lam[k] * U[b * d + k];
+      nu2[a * d + b] = tr > 0 ? t / tr : (a == b ? 1.0 / d : 0.0); /* all clamped: no direction left, isotropic */
+    }
+}
+
+/* The friction's change of variables at a node (D s. 6.2): with M =
+ * N^-1 = (1 - alpha) I + d alpha nu2 (d x d, symmetric positive definite;
+ * the seed's 3 alpha in 3D, so that N = I for isotropic normals nu2 = I/d)
+ * the map lambda -> lambda~ = Tr(lambda)/d I + Dev(N Dev(lambda) N) and
+ * its inverse, as n x n matrices in the chi basis.  The seed writes N Dev
+ * N without the outer Dev: keeping it makes the map symmetric in the
+ * orthonormal chi basis (block diagonal, the trace part untouched), which
+ * its dual change gamma~ = N^-1 gamma and W~ = N^-1 W N^-1 need to keep
+ * the maximum dissipation principle.  Returns 0 if M is singular. */
+int mpm_aniso_map(int dim, const double *M, double *Nmat, double *Ninv)
+{
+  const int d = dim, n = mpm_sym_size(dim);
+  double    N[9];
+  if (!(mpm_inverse(d, M, N) != 0)) return 0;
+  for (int c = 0; c < n; c++) {
+    double e[MPM_SYM_MAX] = {0}, T[9], S[9], r[MPM_SYM_MAX], tr = 0;
+    e[c] = 1;
+    mpm_chi(d, e, T);
+    if (c == 0) { /* the trace part: itself */
+      for (int s = 0; s < n; s++) Nmat[s * n + c] = e[s];
+      continue;
+    }
+    for (int a = 0; a < d; a++) /* N T N (T = chi(e_c) is deviatoric) */
+      for (int b = 0; b < d; b++) {
+        double t = 0;
+        for (int k = 0; k < d; k++)
+          for (int l = 0; l < d; l++) t += N[a * d + k] * T[k * d + l] * N[l * d + b];
+        S[a * d + b] = t;
+      }
+    for (int a = 0; a < d; a++) tr += S[a * (d + 1)];
+    for (int a = 0; a < d; a++) S[a * (d + 1)] -= tr / d;
+    mpm_chi_inverse(d, S, r);
+    r[0] = 0; /* Dev: exactly, not to roundoff */
+    for (int s = 0; s < n; s++) Nmat[s * n + c] = r[s];
+  }
+  for (int c = 0; c < n; c++) { /* the inverse, column by column */
+    double e[MPM_SYM_MAX] = {0}, x[MPM_SYM_MAX];
+    e[c] = 1;
+    if (!solve_dense(n, Nmat, e, x)) return 0;
+    for (int s = 0; s < n; s++) Ninv[s * n + c] = x[s];
+  }
+  return 1;
+}
