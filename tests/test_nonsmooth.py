@@ -19,15 +19,18 @@ Coulomb problem is tested in test_kernels, section 11.
    final height are in the pass bands of reference-data s. 1 ([2.4, 4.6]
    and [0.9, 1.5] L0); the friction problem's sweeps per step are reported
    (summary.json dcfp_its).
-3. Rank invariance: the collapse (60 steps) at 1, 2 and 3 ranks, the same
-   sweep counts (the colours make the Gauss-Seidel independent of the
+3. Rank invariance: the collapse (60 steps) at 1, 2 and 3 ranks, with
+   anisotropic grains (-sand_anisotropy 0.8, random normals drawn from the
+   particles' ids, so that the orientation's seeding, transport and update
+   are covered too), the same sweep counts (the colours make the Gauss-Seidel independent of the
    partition) and the positions by id within 1e-6 m, 1.6e-4 cell: the
    converged solution to the tolerance.  Only the assembly sums differ (at
    roundoff), and a step whose Gauss-Seidel stops at -nonsmooth_max_it
    above the tolerance carries them further (step 44 here: 1,000 sweeps,
    residual 3.7e-3; 5e-9 m at the end).
 4. A restart at the same rank count continues bit for bit (the stress of
-   the warm start lives on the particles and goes through the checkpoint).
+   the warm start and the grains' orientation live on the particles and go
+   through the checkpoint; the anisotropic collapse).
 5. Momentum: a block in free fall carries no stress and its momentum is
    P0 - M g t to roundoff.
 6. The APGD solver (-nonsmooth_solver apgd): the layer at rest again (floor
@@ -45,6 +48,17 @@ Coulomb problem is tested in test_kernels, section 11.
    particle is either in the silo or counted as deleted below it.  The
    Beverloo fit over four openings is jobscripts/silo_study.sh
    (docs/validation.md).
+8. Anisotropic grains (D s. 6.2; the change of variables and the normals'
+   update are unit-tested in test_kernels, section 12): flat grains lying
+   on the floor (-sand_anisotropy 0.8, normals up).  A layer at rest
+   carries its weight (within 1 %) and stays (median speed under 1e-3
+   m/s).  Under tilted gravity the grains' planes slide on each other at a
+   friction cut to (1 - alpha^2) mu: an infinite layer of this anisotropic
+   cone holds up to the angle theta_c with tan theta_c = s mu / (q
+   sqrt(s^2 - mu^2)), s = (N_x^2 + N_y^2)/2, q = N_x N_y, here 10.2 deg (30
+   deg isotropic).  The confined layer holds at 8 deg (mean displacement
+   under 0.1 cell after 0.25 s; measured 0.042) and flows at 13 deg (over
+   0.5 cell; measured 0.95), where the isotropic one holds at 15 (1b).
 """
 import json
 import os
@@ -110,27 +124,29 @@ s = summary(out)
 c.true("collapse: sweeps per step reported", s["integrator_dcfp_its"] > 0, "%.1f per step" % (s["integrator_dcfp_its"] / s["steps"]))
 c.true("collapse: no particle lost", len(final(out)["id"]) == 2048)
 
-# 3. rank invariance
+# 3. rank invariance (anisotropic grains, random normals)
+ANISO = ["-sand_anisotropy", "0.8", "-sand_grain_normals", "random"]
 runs = {}
 for n in (1, 2, 3):
     o = T.outdir("nonsmooth_ranks_%d" % n)
-    T.run_deck(COLUMN, n, o, *NS, "-t_end", "0.06", "-output_dt", "0.06", "-slab_axis", "x")
+    T.run_deck(COLUMN, n, o, *NS, *ANISO, "-t_end", "0.06", "-output_dt", "0.06", "-slab_axis", "x")
     runs[n] = (final(o), T.mpmio.history(o))
 for n in (2, 3):
     a, b = runs[1][0], runs[n][0]
     c.true("1 vs %d ranks: same particles" % n, np.array_equal(a["id"], b["id"]))
     c.close("1 vs %d ranks: max position difference [m]" % n, np.abs(a["position"] - b["position"]).max(), 0.0, atol=1e-6)
+    c.close("1 vs %d ranks: max grain orientation difference" % n, np.abs(a["grain_orientation"] - b["grain_orientation"]).max(), 0.0, atol=1e-6)
     c.true("1 vs %d ranks: same Gauss-Seidel sweep counts" % n, (runs[1][1]["dcfp_its"] == runs[n][1]["dcfp_its"]).all())
 
 # 4. restart bit for bit
 out = T.outdir("nonsmooth_restart")
-args = list(NS) + ["-t_end", "0.06", "-output_dt", "0.06", "-checkpoint_interval", "30"]
+args = list(NS) + ANISO + ["-t_end", "0.06", "-output_dt", "0.06", "-checkpoint_interval", "30"]
 T.run_deck(COLUMN, 2, out, *args, "-max_steps", "30")
 T.run_deck(COLUMN, 2, out, *args, "-restart", "latest")
 ref = T.outdir("nonsmooth_restart_ref")
 T.run_deck(COLUMN, 2, ref, *args)
 a, b = final(ref), final(out)
-c.true("restart at step 30 gives the same final state bit for bit", all(np.array_equal(a[k], b[k]) for k in ("id", "position", "velocity", "pressure")))
+c.true("restart at step 30 gives the same final state bit for bit", all(np.array_equal(a[k], b[k]) for k in ("id", "position", "velocity", "pressure", "grain_orientation")))
 
 # 5. free fall
 out = T.outdir("nonsmooth_free_fall")
@@ -176,5 +192,31 @@ c.within("silo: steady discharge, largest quarter deviation from the mean rate",
 s = summary(out)
 c.true("silo: particles in the silo + deleted = seeded (2,400)", s["particles"] + s["particles_deleted"] == 2400, "%d + %d" % (s["particles"], s["particles_deleted"]))
 c.close("silo: mass left = particles left x particle mass", s["total_mass"], s["particles"] * 96.0 / 2400, rtol=1e-9)
+
+# 8. anisotropic grains: flat grains lying on the floor
+FLAT = ["-sand_anisotropy", "0.8", "-sand_grain_normals", "aligned", "-sand_grain_normal", "0,1"]
+LAYER = ["-domain_hi", "0.2,0.25", "-column_hi", "0.2,0.05"]
+out = T.outdir("nonsmooth_flat_layer")
+T.run_deck(COLUMN, 1, out, *NS, *FLAT, *LAYER, "-t_end", "0.2", "-output_dt", "0.1")
+h, s = T.mpmio.history(out), summary(out)
+c.close("flat grains, layer at rest: force on the floor / weight", -h["bc_ylo_fy"][-1] / (h["mass"][0] * G), 1.0, rtol=0.01)
+c.within("flat grains, layer at rest: largest DCFP residual over rho g L", s["integrator_dcfp_residual"], 0.0, 1e-3)
+c.within("flat grains, layer at rest: median speed [m/s]", np.median(np.linalg.norm(final(out)["velocity"], axis=1)), 0.0, 1e-3)
+alpha, mu = 0.8, 0.5  # mu = mu_hat = sin(30 deg) in 2D
+Nx, Ny = 1 / (1 - alpha), 1 / (1 + alpha)  # N^-1 = (1 - alpha) I + 2 alpha e_y e_y
+sN, qN = (Nx**2 + Ny**2) / 2, Nx * Ny
+theta_c = np.degrees(np.arctan(sN * mu / (qN * np.sqrt(sN**2 - mu**2))))
+print("  flat grains: an infinite layer holds up to %.2f deg (isotropic: 30)" % theta_c)
+for tilt, holds in ((8.0, True), (13.0, False)):
+    th = np.radians(tilt)
+    out = T.outdir("nonsmooth_flat_tilt_%g" % tilt)
+    T.run_deck(COLUMN, 1, out, *NS, *FLAT, *LAYER, "-bc_xhi", "slip", "-t_end", "0.25", "-output_dt", "0.25", "-gravity", "%.10g,%.10g" % (G * np.sin(th), -G * np.cos(th)))
+    f0 = T.mpmio.sorted_by_id(T.mpmio.read_frame(T.mpmio.frame_files(out)[0]))
+    disp = np.linalg.norm(final(out)["position"] - f0["position"], axis=1).mean() / 0.00625
+    if holds:
+        c.within("flat grains at %g deg (< theta_c): mean displacement after 0.25 s [cells]" % tilt, disp, 0.0, 0.1)
+    else:
+        c.within("flat grains at %g deg (> theta_c): mean displacement after 0.25 s [cells]" % tilt, disp, 0.5, 1e9)
+    c.within("flat grains at %g deg: largest DCFP residual over rho g L" % tilt, summary(out)["integrator_dcfp_residual"], 0.0, 1e-3)
 
 c.done()

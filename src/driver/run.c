@@ -107,6 +107,11 @@ PetscErrorCode MPMSetFromOptions(MPMSim sim)
   PetscCall(MPMIntegratorCreate(sim));
   PetscCall(SpeciesSetUp(sim));
   PetscCall(MPMRunOptionsCheck(sim));
+  for (PetscInt s = 0; s < sim->nspecies; s++)
+    for (PetscInt m = 0; m < sim->species[s]->nmat; m++)
+      PetscCheck(sim->species[s]->mat[m]->grains.alpha == 0 || !strcmp(sim->integ->type, "nonsmooth"), sim->comm, PETSC_ERR_USER_INPUT,
+                 "-%s_anisotropy %g: anisotropic grains are simulated by -integrator nonsmooth only (allowed with -integrator %s: 0)", sim->species[s]->mat[m]->name,
+                 sim->species[s]->mat[m]->grains.alpha, sim->integ->type);
   if (sim->integ->ops.check) PetscCall(sim->integ->ops.check(sim->integ, sim));
   PetscCall(MPMLayoutSetUp(sim));
   PetscCall(MPMCollidersCreate(sim));

@@ -39,13 +39,16 @@ typedef struct {
   PetscInt        max_it, max_newton, solver;
   MPMStressFields f;
   PetscInt        f_lambda; /* particle field: the stress of its node at the last step */
+  PetscBool       aniso;    /* some material has anisotropic grains (D s. 6.2) */
+  PetscInt        f_nu2;    /* particle field: the grains' normals' second moment nu2 (d x d; all 0: not yet set) */
   int             n, nb;    /* stress components (mpm_sym_size), neighbours (3^d) */
-  MPMGridField   *forms;    /* per node: V, V mu, V lambda (n), G (nb x d) */
+  MPMGridField   *forms;    /* per node: V, V mu, V lambda (n), G (nb x d)[, V (N^-1 - I) (n), anisotropic] */
   MPMGridField   *node;     /* per node: dt/m, u* free (d), u* projected (d), P (d x d), near a wall or object (1/0) */
   MPMGridField   *du;       /* per node: dt/m B^T lambda (d), the stress's velocity change before P */
   MPMGridField   *lam;      /* per node: lambda (n), for G2P */
   PetscInt        cap;
   double         *W, *b, *k, *mu, *lambda; /* per owned node: Delassus block n x n, b = B P u* + k, k's trace part, mu, lambda */
+  double         *Ninv;                    /* per owned node, anisotropic: the change of variables' inverse (n x n); W and lambda are then W~, lambda~ */
   double          dt;
   double          scale;                /* rho g L [Pa]: the tolerance's unit */
   MPMStepStats    st;
@@ -129,15 +132,23 @@ static PetscErrorCode NonsmoothSetUp(MPMIntegrator integ, MPMSim sim)
   }
   PetscCheck(sim->colliders->ndynamic == 0 || ns->solver == NS_SOLVER_GS, sim->comm, PETSC_ERR_USER_INPUT,
              "-nonsmooth_solver apgd: dynamic bodies (-<object>_dynamic) are coupled by the Gauss-Seidel only; allowed: -nonsmooth_solver gs");
+  for (PetscInt m = 0; m < sp->nmat; m++) ns->aniso = ns->aniso || sp->mat[m]->grains.alpha > 0 ? PETSC_TRUE : PETSC_FALSE;
+  PetscCheck(!ns->aniso || ns->solver == NS_SOLVER_GS, sim->comm, PETSC_ERR_USER_INPUT,
+             "-nonsmooth_solver apgd: anisotropic grains (-<m>_anisotropy > 0) are solved by the Gauss-Seidel only; allowed: -nonsmooth_solver gs");
   ns->n  = mpm_sym_size((int)sim->dim);
   ns->nb = sim->dim == 3 ? 27 : 9;
   PetscCall(MPMIntegratorStressFields(sp, &ns->f));
   {
     double zero[MPM_SYM_MAX] = {0};
     PetscCall(MPMParticlesRegisterField(&sp->p, "lambda", MPM_FIELD_REAL, ns->n, zero, MPM_FIELD_STATE, &ns->f_lambda));
+    ns->f_nu2 = -1;
+    if (ns->aniso) {
+      PetscCall(MPMParticlesRegisterField(&sp->p, "grain_orientation", MPM_FIELD_REAL, (int)(sim->dim * sim->dim), NULL, MPM_FIELD_STATE, &ns->f_nu2));
+      PetscCall(MPMParticlesSetOutput(&sp->p, ns->f_nu2, "grain_orientation", MPM_FIELD_REAL, PETSC_FALSE));
+    }
   }
   PetscCall(MPMGridFieldCreate(sim, "granular_momentum", mpm_transfer_dof((int)sim->dim, 0), PETSC_FALSE, &sp->grid));
-  PetscCall(MPMGridFieldCreate(sim, "dcfp_forms", 2 + ns->n + ns->nb * sim->dim, PETSC_FALSE, &ns->forms));
+  PetscCall(MPMGridFieldCreate(sim, "dcfp_forms", 2 + ns->n + ns->nb * sim->dim + (ns->aniso ? ns->n : 0), PETSC_FALSE, &ns->forms));
   PetscCall(MPMGridFieldCreate(sim, "dcfp_nodes", 2 + 2 * sim->dim + sim->dim * sim->dim, PETSC_FALSE, &ns->node));
   PetscCall(MPMGridFieldCreate(sim, "dcfp_du", sim->dim, PETSC_FALSE, &ns->du));
   PetscCall(MPMGridFieldCreate(sim, "dcfp_lambda", ns->n, PETSC_FALSE, &ns->lam));
@@ -232,6 +243,13 @@ static PetscErrorCode AssembleForms(Nonsmooth *ns, MPMSim sim)
       G[1] += V * w[0][ia] * dw[1][ib] * w[2][ic] / bx->h;
       if (d == 3) G[2] += V * w[0][ia] * w[1][ib] * dw[2][ic] / bx->h;
     }
+    if (ns->aniso) { /* N^-1 - I = alpha (d nu2 - I), averaged over the dual cell by volume */
+      const double  alpha = sp->mat[mat[q]]->grains.alpha, *nu2 = MPMFieldReal(p, ns->f_nu2) + q * d * d;
+      double        T[9], r[MPM_SYM_MAX], *A = F + 2 + n + ns->nb * d;
+      for (int k = 0; k < d * d; k++) T[k] = alpha * (d * nu2[k] - (k % (d + 1) == 0 ? 1.0 : 0.0));
+      mpm_chi_inverse(d, T, r);
+      for (int s = 0; s < n; s++) A[s] += V * r[s];
+    }
   }
   PetscCall(VecRestoreArray(ns->forms->local, &a));
   PetscCall(MPMGhostScatterAdd(ns->forms));
@@ -295,6 +313,54 @@ static void NodeStrainRate(const Nonsmooth *ns, int d, const PetscInt *i, const 
   ChiT(d, A, r);
 }
 
+/* Anisotropic grains (D s. 6.2): the node's problem in the variables
+ * lambda~ = N(lambda), gamma~ = N^-1 gamma, with the cone unchanged:
+ * W~ = N^-1 W N^-1 in place, the warm start lambda~ = N lambda, and
+ * N^-1 kept (NodeRhs, Physical).  N^-1 - I is the dual cell's volume
+ * average of the particles' alpha (d nu2 - I) (AssembleForms). */
+static void AnisotropicNode(const Nonsmooth *ns, int d, const double *Fo, double *W, double *lam, double *Ni)
+{
+  const int n = ns->n;
+  double    T[9], Nm[MPM_SYM_MAX * MPM_SYM_MAX], WN[MPM_SYM_MAX * MPM_SYM_MAX], l[MPM_SYM_MAX];
+  mpm_chi(d, Fo + 2 + n + ns->nb * d, T);
+  for (int k = 0; k < d * d; k++) T[k] = T[k] / Fo[0] + (k % (d + 1) == 0 ? 1.0 : 0.0);
+  if (!mpm_aniso_map(d, T, Nm, Ni)) /* cannot happen for alpha < 1: M >= (1 - alpha) I */
+    for (int k = 0; k < n * n; k++) Nm[k] = Ni[k] = k % (n + 1) == 0 ? 1.0 : 0.0;
+  for (int a = 0; a < n; a++) /* W N^-1, then N^-1 (W N^-1) */
+    for (int b = 0; b < n; b++) {
+      double t = 0;
+      for (int c = 0; c < n; c++) t += W[a * n + c] * Ni[c * n + b];
+      WN[a * n + b] = t;
+    }
+  for (int a = 0; a < n; a++)
+    for (int b = 0; b < n; b++) {
+      double t = 0;
+      for (int c = 0; c < n; c++) t += Ni[a * n + c] * WN[c * n + b];
+      W[a * n + b] = t;
+    }
+  if (!lam) return;
+  for (int a = 0; a < n; a++) {
+    l[a] = 0;
+    for (int c = 0; c < n; c++) l[a] += Nm[a * n + c] * lam[c];
+  }
+  for (int a = 0; a < n; a++) lam[a] = l[a];
+}
+
+/* The physical stress (or gamma) of node o from the solve's variables:
+ * N^-1 x when anisotropic, else x */
+static void Physical(const Nonsmooth *ns, PetscInt o, const double *x, double *out)
+{
+  const int n = ns->n;
+  for (int a = 0; a < n; a++) {
+    if (!ns->aniso) {
+      out[a] = x[a];
+      continue;
+    }
+    out[a] = 0;
+    for (int c = 0; c < n; c++) out[a] += ns->Ninv[n * n * o + a * n + c] * x[c];
+  }
+}
+
 /* Per owned stress node: mu, the warm start, b = B P u* + k (k clamped at
  * 0, D section 5.2) and the Delassus block W = sum_i B_ji (dt/m_i) P_i B_ji^T. */
 static PetscErrorCode NodeProblems(Nonsmooth *ns, MPMSim sim, double dt, PetscBool warm, PetscInt *nactive)
@@ -308,8 +374,10 @@ static PetscErrorCode NodeProblems(Nonsmooth *ns, MPMSim sim, double dt, PetscBo
   PetscFunctionBeginUser;
   if (nown > ns->cap) {
     PetscCall(PetscFree5(ns->W, ns->b, ns->k, ns->mu, ns->lambda));
+    PetscCall(PetscFree(ns->Ninv));
     ns->cap = nown;
     PetscCall(PetscMalloc5(nown * n * n, &ns->W, nown * n, &ns->b, nown, &ns->k, nown, &ns->mu, nown * n, &ns->lambda));
+    if (ns->aniso) PetscCall(PetscMalloc1(nown * n * n, &ns->Ninv));
   }
   *nactive = 0;
   PetscCall(VecGetArrayRead(ns->forms->global, &F));
@@ -323,6 +391,8 @@ static PetscErrorCode NodeProblems(Nonsmooth *ns, MPMSim sim, double dt, PetscBo
     for (int s = 0; s < n; s++) b[s] = 0;
     if (warm)
       for (int s = 0; s < n; s++) lam[s] = 0;
+    if (ns->aniso)
+      for (int k = 0; k < n * n; k++) ns->Ninv[n * n * o + k] = k % (n + 1) == 0 ? 1.0 : 0.0;
     if (Fo[0] <= 0) continue;
     (*nactive)++;
     ns->mu[o] = Fo[1] / Fo[0];
@@ -355,6 +425,7 @@ static PetscErrorCode NodeProblems(Nonsmooth *ns, MPMSim sim, double dt, PetscBo
       ChiT(d, A, r);
       for (int s = 0; s < n; s++) W[s * n + c] = r[s];
     }
+    if (ns->aniso) AnisotropicNode(ns, d, Fo, W, warm ? lam : NULL, ns->Ninv + n * n * o);
   }
   PetscCall(VecRestoreArrayRead(ns->node->local, &nodes));
   PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
@@ -424,10 +495,12 @@ static void NodeRhs(const Nonsmooth *ns, int d, PetscInt o, const PetscInt *i, c
 {
   const int     n = ns->n;
   const double *W = ns->W + n * n * o, *lam = ns->lambda + n * o;
-  double        g[MPM_SYM_MAX];
+  double        g[MPM_SYM_MAX], gt[MPM_SYM_MAX];
   NodeStrainRateOf(ns, d, i, Fo, vel, g);
+  g[0] += ns->k[o];
+  Physical(ns, o, g, gt); /* gamma~ = N^-1 gamma (N^-1 is symmetric) */
   for (int s = 0; s < n; s++) {
-    bl[s] = (s == 0 ? ns->k[o] : 0.0) + g[s];
+    bl[s] = gt[s];
     for (int c = 0; c < n; c++) bl[s] -= W[s * n + c] * lam[c];
   }
 }
@@ -477,16 +550,18 @@ static PetscErrorCode SweepColour(Nonsmooth *ns, MPMSim sim, int colour, Vec vel
       OwnedIndex(l, o, i);
       if (Fo[0] <= 0) continue;
       if (colour < 0) {
-        SpreadStress(ns, d, i, Fo, nodes, ns->lambda + n * o, inc);
+        Physical(ns, o, ns->lambda + n * o, dl);
+        SpreadStress(ns, d, i, Fo, nodes, dl, inc);
         continue;
       }
       if ((int)(i[0] % 3 + 3 * (i[1] % 3) + 9 * (i[2] % 3)) != colour) continue;
       NodeRhs(ns, d, o, i, Fo, vel, bl);
       if (mpm_dcfp_local(n, ns->W + n * n * o, bl, ns->mu[o], 1e-12, (int)ns->max_newton, r, &its) == MPM_DCFP_FAILSAFE) (*failsafe)++;
       for (int s = 0; s < n; s++) {
-        dl[s]                 = r[s] - ns->lambda[n * o + s];
+        bl[s]                 = r[s] - ns->lambda[n * o + s];
         ns->lambda[n * o + s] = r[s];
       }
+      Physical(ns, o, bl, dl);
       SpreadStress(ns, d, i, Fo, nodes, dl, inc);
     }
     PetscCall(VecRestoreArray(incl, &inc));
@@ -813,7 +888,7 @@ static PetscErrorCode FinishNodes(Nonsmooth *ns, MPMSim sim, double dt)
   for (PetscInt o = 0; o < nown; o++) {
     double       *gn = g + gdof * o, x[3], v[3];
     const double *nd = nodes + ndof * o, m = gn[0];
-    for (int s = 0; s < n; s++) lam[n * o + s] = ns->lambda[n * o + s];
+    Physical(ns, o, ns->lambda + n * o, lam + n * o);
     for (int c = 0; c < gdof; c++) gn[c] = 0;
     if (m <= 0) continue;
     for (int c = 0; c < d; c++) v[c] = nd[1 + c] + du[d * o + c];
@@ -865,6 +940,61 @@ static PetscErrorCode ParticleStress(Nonsmooth *ns, MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* ---------------------------------------------------------- the grains */
+/* Particles without an orientation yet (nu2 all 0: seeded, or emitted
+ * since the last step) take their material's -<m>_grain_normals:
+ * isotropic nu2 = I/d, one random normal n n^T drawn from the particle's
+ * id (the same on any rank count), or the aligned -<m>_grain_normal. */
+static void GrainsInit(Nonsmooth *ns, MPMSim sim)
+{
+  MPMSpecies    *sp = sim->species[0];
+  MPMParticles  *p  = &sp->p;
+  const int      d  = (int)sim->dim;
+  double        *nu2 = MPMFieldReal(p, ns->f_nu2);
+  const int64_t *id  = MPMFieldInt64(p, p->f_id);
+  const int32_t *mat = MPMFieldInt32(p, p->f_mat);
+
+  for (PetscInt q = 0; q < p->n; q++) {
+    double *N = nu2 + q * d * d, tr = 0, nv[3] = {0, 0, 0};
+    for (int a = 0; a < d; a++) tr += N[a * (d + 1)];
+    if (tr > 0) continue;
+    const MPMGrainShape *g = &sp->mat[mat[q]]->grains;
+    if (g->normals == MPM_GRAIN_NORMALS_ISOTROPIC) {
+      for (int k = 0; k < d * d; k++) N[k] = k % (d + 1) == 0 ? 1.0 / d : 0.0;
+      continue;
+    }
+    if (g->normals == MPM_GRAIN_NORMALS_ALIGNED)
+      for (int a = 0; a < d; a++) nv[a] = g->normal[a];
+    else { /* uniform on the circle or the sphere */
+      const double ph = 2 * PETSC_PI * mpm_uniform(sim->seed, (uint64_t)id[q], 11);
+      const double z  = d == 3 ? 2 * mpm_uniform(sim->seed, (uint64_t)id[q], 12) - 1 : 0.0, rxy = sqrt(1 - z * z);
+      nv[0] = rxy * cos(ph), nv[1] = rxy * sin(ph), nv[2] = z;
+    }
+    for (int a = 0; a < d; a++)
+      for (int b = 0; b < d; b++) N[a * d + b] = nv[a] * nv[b];
+  }
+}
+
+/* The grains turn with the flow (D24): one step of the normals' moment
+ * under the particle's velocity gradient, (F_E - I) / dt right after G2P
+ * (F_E is I before it: the model has no elastic strain). */
+static void GrainsTurn(Nonsmooth *ns, MPMSim sim, double dt, const double *Fe)
+{
+  MPMSpecies    *sp = sim->species[0];
+  MPMParticles  *p  = &sp->p;
+  const int      d  = (int)sim->dim;
+  double        *nu2 = MPMFieldReal(p, ns->f_nu2);
+  const int32_t *mat = MPMFieldInt32(p, p->f_mat);
+
+  for (PetscInt q = 0; q < p->n; q++) {
+    const MPMGrainShape *g = &sp->mat[mat[q]]->grains;
+    double               G[9];
+    if (g->alpha == 0) continue; /* its orientation plays no part */
+    for (int k = 0; k < d * d; k++) G[k] = (Fe[q * d * d + k] - (k % (d + 1) == 0 ? 1.0 : 0.0)) / dt;
+    mpm_grain_orientation_step(d, g->ell, G, dt, nu2 + q * d * d);
+  }
+}
+
 /* ----------------------------------------------------------------- step */
 static PetscErrorCode NonsmoothStep(MPMIntegrator integ, MPMSim sim, double dt, double *vmax)
 {
@@ -884,6 +1014,7 @@ static PetscErrorCode NonsmoothStep(MPMIntegrator integ, MPMSim sim, double dt, 
   }
   PetscCall(MPMIntegratorP2G(sp, &v, 0.0)); /* mass and APIC momentum; dt = 0: no stress force */
   PetscCall(MPMGhostScatterAdd(sp->grid));
+  if (ns->aniso) GrainsInit(ns, sim);
   PetscCall(PetscLogEventBegin(MPM_EVENT_FORMS, 0, 0, 0, 0));
   PetscCall(AssembleForms(ns, sim));
   PetscCall(PredictNodes(ns, sim, dt));
@@ -905,6 +1036,7 @@ static PetscErrorCode NonsmoothStep(MPMIntegrator integ, MPMSim sim, double dt, 
   PetscCall(MPMCollidersBodiesSettle(sim->colliders, sim->comm));
   PetscCall(ParticleStress(ns, sim));
   PetscCall(MPMIntegratorG2P(sp, &v, dt, -1.0, 0.0, vmax));
+  if (ns->aniso) GrainsTurn(ns, sim, dt, v.Fe);
   for (PetscInt q = 0; q < sp->p.n * sim->dim * sim->dim; q++) v.Fe[q] = (q % (sim->dim * sim->dim)) % (sim->dim + 1) == 0 ? 1.0 : 0.0;
   MPMCollidersAdvance(sim->colliders, dt);
   act = (double)nactive;
@@ -964,6 +1096,7 @@ static PetscErrorCode NonsmoothDestroy(MPMIntegrator integ)
   PetscFunctionBeginUser;
   if (!ns) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(PetscFree5(ns->W, ns->b, ns->k, ns->mu, ns->lambda));
+  PetscCall(PetscFree(ns->Ninv));
   PetscCall(PetscFree(integ->data));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -136,6 +136,34 @@ static PetscErrorCode DPCheckHardening(MPMMaterial m, const MPMDruckerPragerPara
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+const char *const MPMGrainNormalsNames[] = {"isotropic", "random", "aligned", "MPMGrainNormals", "MPM_GRAIN_NORMALS_", NULL};
+
+/* The grains' anisotropy (Daviet and Bertails-Descoubes 2016 s. 6.2), read
+ * by -integrator nonsmooth; the others refuse alpha > 0 (run.c). */
+static PetscErrorCode DPGrainOptions(MPMMaterial m, PetscOptionItems *PetscOptionsObject)
+{
+  MPMGrainShape *g = &m->grains;
+  char           prefix[MPM_NAME_LEN + 1];
+  double         nn = 0;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscSNPrintf(prefix, sizeof(prefix), "%s_", m->name));
+  g->alpha   = 0;
+  g->ell     = 0.8;
+  g->normals = MPM_GRAIN_NORMALS_ISOTROPIC;
+  for (int a = 0; a < 3; a++) g->normal[a] = a == 1 ? 1.0 : 0.0;
+  PetscCall(MPMOptionsReal("-anisotropy", "Anisotropy alpha of the grains' friction (Daviet and Bertails-Descoubes 2016 s. 6.2; -integrator nonsmooth): the cone seen through N, N^-1 = (1 - alpha) I + d alpha nu2 with nu2 the grains' normals' second moment; aligned normals give a tangent-tangent shear (1 - alpha)^2 mu; 0: isotropic [-]", NULL, g->alpha, &g->alpha, NULL));
+  PetscCall(MPMOptionsReal("-grain_elongation", "ell = (L/W - 1)/(L/W + 1) of the grains' shape (Jeffery's equation): how fast shear aligns their normals with the velocity gradient; 0: they only turn with the flow; 0.8: L/W = 9, coin-like [-]", NULL, g->ell, &g->ell, NULL));
+  PetscCall(MPMOptionsEList("-grain_normals", "The seeded grains' normals: isotropic (nu2 = I/d per particle), random (one random normal per particle, by its id) or aligned (all along -<m>_grain_normal)", NULL, MPMGrainNormalsNames, 3, MPMGrainNormalsNames[g->normals], &g->normals, NULL));
+  PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-grain_normal", "The grains' normal with -<m>_grain_normals aligned (normalized; default y, up in the shipped decks)", m->dim, g->normal, NULL));
+  PetscCheck(g->alpha >= 0 && g->alpha < 1, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_anisotropy must be in [0, 1) (0: isotropic), got %g", m->name, g->alpha);
+  PetscCheck(g->ell >= 0 && g->ell <= 1, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_grain_elongation must be in [0, 1], got %g", m->name, g->ell);
+  for (int a = 0; a < m->dim; a++) nn += g->normal[a] * g->normal[a];
+  PetscCheck(nn > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_grain_normal must not be zero", m->name);
+  for (int a = 0; a < m->dim; a++) g->normal[a] /= sqrt(nn);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial m, PetscOptionItems *PetscOptionsObject)
 {
   DPContext              *ctx;
@@ -196,6 +224,7 @@ PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial m, PetscOptionItems *
   PetscCall(PetscOptionsBool("-volume_correction", "Give back stress-free the volume gained in projections to the cone tip (Tampubolon et al. 2017, s. 4.3.4)", NULL,
                              ctx->volume_correction, &ctx->volume_correction, NULL));
   PetscCall(DPUnilateralOptions(m, ctx, PetscOptionsObject));
+  PetscCall(DPGrainOptions(m, PetscOptionsObject));
   m->ops.declare_fields = DPDeclareFields;
   m->flags = MPM_MATERIAL_PLASTIC | MPM_MATERIAL_LAGGED | (ctx->wet_cohesion > 0 ? MPM_MATERIAL_WET : 0u) | (ctx->unilateral ? MPM_MATERIAL_UNILATERAL : 0u);
   m->ops.elastic_trial = DPElasticTrial;

@@ -78,6 +78,20 @@ typedef struct {
   PetscErrorCode (*destroy)(MPMMaterial m);
 } MPMMaterialOps;
 
+/* Anisotropic grains (Daviet and Bertails-Descoubes 2016 s. 6.2;
+ * -integrator nonsmooth): the friction law seen through N, N^-1 = (1 -
+ * alpha) I + d alpha nu2, nu2 the second moment of the grains' normals,
+ * carried by the particles and turned by the flow (Jeffery, elongation
+ * ell).  alpha = 0: isotropic, nothing is carried. */
+typedef enum { MPM_GRAIN_NORMALS_ISOTROPIC, MPM_GRAIN_NORMALS_RANDOM, MPM_GRAIN_NORMALS_ALIGNED } MPMGrainNormals;
+extern const char *const MPMGrainNormalsNames[];
+typedef struct {
+  double   alpha;     /* -<m>_anisotropy [0, 1) */
+  double   ell;       /* -<m>_grain_elongation [0, 1] */
+  PetscInt normals;   /* MPMGrainNormals: the seeded particles' nu2 */
+  double   normal[3]; /* -<m>_grain_normal, unit (MPM_GRAIN_NORMALS_ALIGNED) */
+} MPMGrainShape;
+
 struct _p_MPMMaterial {
   char           name[MPM_NAME_LEN]; /* instance name = options prefix */
   char           type[MPM_NAME_LEN];
@@ -86,6 +100,7 @@ struct _p_MPMMaterial {
   double         true_density; /* of the material itself: pore water's particles carry n_p rho_w, this is rho_w (0: density) */
   double         E, nu, mu, lambda;
   double         mu_hat;  /* friction coefficient of sqrt(J2) <= mu_hat p (Drucker-Prager; 0: not frictional, -1: with cohesion or hardening): -integrator nonsmooth */
+  MPMGrainShape  grains;  /* anisotropic friction (alpha > 0: -integrator nonsmooth only) */
   unsigned       flags;   /* MPM_MATERIAL_* */
   const char    *no_trial_stress; /* why ops.trial_stress is NULL, for the error message (or NULL) */
   void          *ctx;     /* model parameters */
