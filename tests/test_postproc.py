@@ -10,7 +10,7 @@ import mpmtest as T
 PY = "/usr/bin/python3"
 c = T.Checks("post-processing scripts")
 scripts = ["column_collapse.py", "column_collapse_study.py", "sand_pile.py", "history_plot.py", "front_history.py", "scaling_plot.py", "scaling_model.py", "render_frame.py",
-           "implicit_collapse_study.py"]
+           "implicit_collapse_study.py", "anisotropy_collapse.py"]
 for s in scripts:
     p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", s), "-h"], capture_output=True, text=True)
     c.true("%s -h" % s, p.returncode == 0 and "usage" in p.stdout.lower(), p.stderr[-200:])
