@@ -43,7 +43,7 @@ Coulomb problem is tested in test_kernels, section 11.
    agrees with Gauss-Seidel within the tolerance, 0.1 cell (measured 0.010
    cell).
 7. Silo discharge (inputs/silo_2d.yaml coarsened to 1 cm, opening 6
-   cells): the discharge rate over 0.2-0.5 s is steady (each quarter
+   cells, 2 ranks): the discharge rate over 0.2-0.5 s is steady (each quarter
    within 10 % of the mean, reference-data s. 5; measured 5 %), and every
    particle is either in the silo or counted as deleted below it.  The
    Beverloo fit over four openings is jobscripts/silo_study.sh
@@ -183,7 +183,7 @@ c.within("APGD vs Gauss-Seidel (1 rank, frictionless floor): max position differ
 
 # 7. silo discharge
 out = T.outdir("nonsmooth_silo")
-T.run_deck("silo_2d.yaml", 1, out, "-integrator", "nonsmooth", "-dx", "0.01", "-opening_left_hi", "0.07,0.1", "-opening_right_lo", "0.13,0.08", "-t_end", "0.5")
+T.run_deck("silo_2d.yaml", 2, out, "-integrator", "nonsmooth", "-dx", "0.01", "-opening_left_hi", "0.07,0.1", "-opening_right_lo", "0.13,0.08", "-t_end", "0.5")
 sys.path.insert(0, os.path.join(T.SOURCE, "postproc"))
 import silo  # noqa: E402
 q = silo.discharge(out, 0.2, 0.5)

@@ -1,7 +1,8 @@
 """AddressSanitizer + UndefinedBehaviorSanitizer: a second build
 (-DMPM_SANITIZE=ON, in <build>/sanitize) runs the unit tests and short
 decks at 1 and 2 ranks: 2D and 3D, APIC and FLIP, quadratic and cubic, the
-semi-implicit snowball through its impact (2D and 3D), an
+semi-implicit snowball through its impact (2D and 3D), the nonsmooth
+friction solve with a dynamic body and anisotropic grains, an
 emitter, an input error (exit 1) and a blow-up caught as non-finite
 (exit 70).  Every run must end with its expected exit code and without a
 single sanitizer report: no memory error, no undefined behaviour (float to
@@ -46,6 +47,7 @@ DECKS = [
     ("2D spout, FLIP, cubic", ["sand_spout_2d.yaml", "-dx", "0.005", "-max_steps", "50", "-transfer", "flip", "-kernel", "cubic"], 0),
     ("2D snowball, semi-implicit", ["snowball_wall_2d.yaml", "-t_end", "0.08", "-output_dt", "0.08"], 0),
     ("3D snowball, semi-implicit", ["snowball_wall_3d.yaml", "-dx", "0.02", "-t_end", "0.022", "-output_dt", "0.022"], 0),
+    ("2D wheel, nonsmooth, anisotropic", ["wheel_2d.yaml", "-dx", "0.01", "-max_steps", "20", "-nonsmooth_max_it", "20", "-sand_anisotropy", "0.8", "-sand_grain_normals", "random"], 0),
     ("input error", ["column_collapse_2d.yaml", "-sand_density", "-1"], 1),
     ("blow-up", ["verification/free_fall.yaml", "-dt", "1e-3", "-cube_velocity_gradient", "-3000,0,0,0"], 70),
 ]
