@@ -147,6 +147,7 @@ static PetscErrorCode NonsmoothSetUp(MPMIntegrator integ, MPMSim sim)
       PetscCall(MPMParticlesSetOutput(&sp->p, ns->f_nu2, "grain_orientation", MPM_FIELD_REAL, PETSC_FALSE));
     }
   }
+
   PetscCall(MPMGridFieldCreate(sim, "granular_momentum", mpm_transfer_dof((int)sim->dim, 0), PETSC_FALSE, &sp->grid));
   PetscCall(MPMGridFieldCreate(sim, "dcfp_forms", 2 + ns->n + ns->nb * sim->dim + (ns->aniso ? ns->n : 0), PETSC_FALSE, &ns->forms));
   PetscCall(MPMGridFieldCreate(sim, "dcfp_nodes", 2 + 2 * sim->dim + sim->dim * sim->dim, PETSC_FALSE, &ns->node));
@@ -941,40 +942,6 @@ static PetscErrorCode ParticleStress(Nonsmooth *ns, MPMSim sim)
 }
 
 /* ---------------------------------------------------------- the grains */
-/* Particles without an orientation yet (nu2 all 0: seeded, or emitted
- * since the last step) take their material's -<m>_grain_normals:
- * isotropic nu2 = I/d, one random normal n n^T drawn from the particle's
- * id (the same on any rank count), or the aligned -<m>_grain_normal. */
-static void GrainsInit(Nonsmooth *ns, MPMSim sim)
-{
-  MPMSpecies    *sp = sim->species[0];
-  MPMParticles  *p  = &sp->p;
-  const int      d  = (int)sim->dim;
-  double        *nu2 = MPMFieldReal(p, ns->f_nu2);
-  const int64_t *id  = MPMFieldInt64(p, p->f_id);
-  const int32_t *mat = MPMFieldInt32(p, p->f_mat);
-
-  for (PetscInt q = 0; q < p->n; q++) {
-    double *N = nu2 + q * d * d, tr = 0, nv[3] = {0, 0, 0};
-    for (int a = 0; a < d; a++) tr += N[a * (d + 1)];
-    if (tr > 0) continue;
-    const MPMGrainShape *g = &sp->mat[mat[q]]->grains;
-    if (g->normals == MPM_GRAIN_NORMALS_ISOTROPIC) {
-      for (int k = 0; k < d * d; k++) N[k] = k % (d + 1) == 0 ? 1.0 / d : 0.0;
-      continue;
-    }
-    if (g->normals == MPM_GRAIN_NORMALS_ALIGNED)
-      for (int a = 0; a < d; a++) nv[a] = g->normal[a];
-    else { /* uniform on the circle or the sphere */
-      const double ph = 2 * PETSC_PI * mpm_uniform(sim->seed, (uint64_t)id[q], 11);
-      const double z  = d == 3 ? 2 * mpm_uniform(sim->seed, (uint64_t)id[q], 12) - 1 : 0.0, rxy = sqrt(1 - z * z);
-      nv[0] = rxy * cos(ph), nv[1] = rxy * sin(ph), nv[2] = z;
-    }
-    for (int a = 0; a < d; a++)
-      for (int b = 0; b < d; b++) N[a * d + b] = nv[a] * nv[b];
-  }
-}
-
 /* The grains turn with the flow (D24): one step of the normals' moment
  * under the particle's velocity gradient, (F_E - I) / dt right after G2P
  * (F_E is I before it: the model has no elastic strain). */
@@ -1014,7 +981,7 @@ static PetscErrorCode NonsmoothStep(MPMIntegrator integ, MPMSim sim, double dt, 
   }
   PetscCall(MPMIntegratorP2G(sp, &v, 0.0)); /* mass and APIC momentum; dt = 0: no stress force */
   PetscCall(MPMGhostScatterAdd(sp->grid));
-  if (ns->aniso) GrainsInit(ns, sim);
+  if (ns->aniso) MPMMaterialsGrainsInit(sp, sim->seed); /* emitted since the last step */
   PetscCall(PetscLogEventBegin(MPM_EVENT_FORMS, 0, 0, 0, 0));
   PetscCall(AssembleForms(ns, sim));
   PetscCall(PredictNodes(ns, sim, dt));

@@ -145,6 +145,19 @@ static void SpeciesGroup(const MPMSim sim, PetscInt s, char *group, size_t len)
   else snprintf(group, len, "%s/", sim->species[s]->name);
 }
 
+/* XDMF's attribute type for n components: ParaView reads a d x d array
+ * (the grains' orientation) as a tensor only when told. */
+static const char *XdmfType(int ncomp)
+{
+  switch (ncomp) {
+  case 1: return "Scalar";
+  case 3: return "Vector";
+  case 6: return "Tensor6";
+  case 9: return "Tensor";
+  default: return "Matrix";
+  }
+}
+
 static void XdmfAttribute(char *buf, size_t len, const MPMFrameRecord *r, PetscInt s, const char *group, const MPMOutputArray *a)
 {
   char dims[64];
@@ -155,7 +168,7 @@ static void XdmfAttribute(char *buf, size_t len, const MPMFrameRecord *r, PetscI
            "      <Attribute Name=\"%s\" AttributeType=\"%s\" Center=\"Node\">\n"
            "        <DataItem Dimensions=\"%s\" NumberType=\"%s\" Precision=\"%d\" Format=\"HDF\">frames/frame_%05d.h5:/%s%s</DataItem>\n"
            "      </Attribute>\n",
-           a->name, a->ncomp == 3 ? "Vector" : "Scalar", dims, a->type == MPM_FIELD_REAL ? "Float" : "Int", a->type == MPM_FIELD_INT32 ? 4 : 8, (int)r->frame, group, a->name);
+           a->name, XdmfType(a->ncomp), dims, a->type == MPM_FIELD_REAL ? "Float" : "Int", a->type == MPM_FIELD_INT32 ? 4 : 8, (int)r->frame, group, a->name);
 }
 
 /* The XDMF time series of species s over all frames so far (rank 0):

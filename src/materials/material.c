@@ -238,9 +238,46 @@ static double Height(const MPMSim sim, const double *x, double *g)
   return h;
 }
 
+/* Particles whose grains have no orientation yet (the field
+ * "grain_orientation", d x d, all 0: seeded, or emitted since) take their
+ * material's -<m>_grain_normals: isotropic nu2 = I/d, one random normal
+ * n n^T drawn from the particle's id (the same on any rank count), or the
+ * aligned -<m>_grain_normal.  Nothing when the method carries no
+ * orientation (the nonsmooth integrator with anisotropic grains does). */
+void MPMMaterialsGrainsInit(MPMSpecies *sp, uint64_t seed)
+{
+  MPMParticles *p = &sp->p;
+  const int     d = (int)p->dim;
+  PetscInt      f;
+  if (MPMParticlesFindField(p, "grain_orientation", &f) || f < 0) return;
+  double        *nu2 = MPMFieldReal(p, f);
+  const int64_t *id  = MPMFieldInt64(p, p->f_id);
+  const int32_t *mat = MPMFieldInt32(p, p->f_mat);
+  for (PetscInt q = 0; q < p->n; q++) {
+    double *N = nu2 + q * d * d, tr = 0, nv[3] = {0, 0, 0};
+    for (int a = 0; a < d; a++) tr += N[a * (d + 1)];
+    if (tr > 0) continue;
+    const MPMGrainShape *g = &sp->mat[mat[q]]->grains;
+    if (g->normals == MPM_GRAIN_NORMALS_ISOTROPIC) {
+      for (int k = 0; k < d * d; k++) N[k] = k % (d + 1) == 0 ? 1.0 / d : 0.0;
+      continue;
+    }
+    if (g->normals == MPM_GRAIN_NORMALS_ALIGNED)
+      for (int a = 0; a < d; a++) nv[a] = g->normal[a];
+    else { /* uniform on the circle or the sphere */
+      const double ph = 2 * PETSC_PI * mpm_uniform(seed, (uint64_t)id[q], 11);
+      const double z  = d == 3 ? 2 * mpm_uniform(seed, (uint64_t)id[q], 12) - 1 : 0.0, rxy = sqrt(1 - z * z);
+      nv[0] = rxy * cos(ph), nv[1] = rxy * sin(ph), nv[2] = z;
+    }
+    for (int a = 0; a < d; a++)
+      for (int b = 0; b < d; b++) N[a * d + b] = nv[a] * nv[b];
+  }
+}
+
 PetscErrorCode MPMMaterialsInitialState(MPMSim sim)
 {
   PetscFunctionBeginUser;
+  for (PetscInt s = 0; s < sim->nspecies; s++) MPMMaterialsGrainsInit(sim->species[s], sim->seed);
   for (PetscInt r = 0; r < sim->nreg; r++) {
     const MPMRegion  *R = &sim->reg[r];
     const MPMMaterial m = sim->species[R->species]->mat[R->mat];

@@ -140,6 +140,9 @@ double         MPMMaterialsElasticEnergy(const MPMSpecies *sp);
 /* After seeding: the prestressed start of regions with -<r>_water_table,
  * and every particle's stress (the field "tau") from its state. */
 PetscErrorCode MPMMaterialsInitialState(MPMSim sim);
+/* The grains' orientation of particles that have none yet (seeded or
+ * emitted), from their materials' -<m>_grain_normals. */
+void MPMMaterialsGrainsInit(MPMSpecies *sp, uint64_t seed);
 
 PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial, PetscOptionItems *);
 PetscErrorCode MPMMaterialCreate_NeoHookean(MPMMaterial, PetscOptionItems *);
