@@ -327,23 +327,10 @@ static void AnisotropicNode(const Nonsmooth *ns, int d, const double *Fo, double
   for (int k = 0; k < d * d; k++) T[k] = T[k] / Fo[0] + (k % (d + 1) == 0 ? 1.0 : 0.0);
   if (!mpm_aniso_map(d, T, Nm, Ni)) /* cannot happen for alpha < 1: M >= (1 - alpha) I */
     for (int k = 0; k < n * n; k++) Nm[k] = Ni[k] = k % (n + 1) == 0 ? 1.0 : 0.0;
-  for (int a = 0; a < n; a++) /* W N^-1, then N^-1 (W N^-1) */
-    for (int b = 0; b < n; b++) {
-      double t = 0;
-      for (int c = 0; c < n; c++) t += W[a * n + c] * Ni[c * n + b];
-      WN[a * n + b] = t;
-    }
-  for (int a = 0; a < n; a++)
-    for (int b = 0; b < n; b++) {
-      double t = 0;
-      for (int c = 0; c < n; c++) t += Ni[a * n + c] * WN[c * n + b];
-      W[a * n + b] = t;
-    }
+  mpm_matmul(n, W, Ni, WN); /* W N^-1, then N^-1 (W N^-1) */
+  mpm_matmul(n, Ni, WN, W);
   if (!lam) return;
-  for (int a = 0; a < n; a++) {
-    l[a] = 0;
-    for (int c = 0; c < n; c++) l[a] += Nm[a * n + c] * lam[c];
-  }
+  mpm_matvec(n, Nm, lam, l);
   for (int a = 0; a < n; a++) lam[a] = l[a];
 }
 
@@ -352,14 +339,9 @@ static void AnisotropicNode(const Nonsmooth *ns, int d, const double *Fo, double
 static void Physical(const Nonsmooth *ns, PetscInt o, const double *x, double *out)
 {
   const int n = ns->n;
-  for (int a = 0; a < n; a++) {
-    if (!ns->aniso) {
-      out[a] = x[a];
-      continue;
-    }
-    out[a] = 0;
-    for (int c = 0; c < n; c++) out[a] += ns->Ninv[n * n * o + a * n + c] * x[c];
-  }
+  if (ns->aniso) mpm_matvec(n, ns->Ninv + n * n * o, x, out);
+  else
+    for (int a = 0; a < n; a++) out[a] = x[a];
 }
 
 /* Per owned stress node: mu, the warm start, b = B P u* + k (k clamped at
