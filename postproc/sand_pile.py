@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """Slope of a sand pile's flank against the friction angle
 (reference-data.md s.2: fit the middle 60 % of the flank), and against the
-repose angle of the solver's volume-preserving flow rule, atan(sin phi)
-(docs/theory.md).
+repose angle of the solvers' volume-preserving flow rule, atan(mu) with mu
+= sqrt(J2)/p on the cone (docs/theory.md): atan(sin phi) for the 2D
+plane_strain cone, phi itself for -<m>_cone repose.
 
   /usr/bin/python3 postproc/sand_pile.py OUTDIR [--material sand] [--png FILE]
 
@@ -20,10 +21,26 @@ import mpmio  # noqa: E402
 from column_collapse import surface_profile  # noqa: E402
 
 
+def cone_mu(dim, cone, phi):
+    """sqrt(J2)/p on the Drucker-Prager cone of friction angle phi [rad]
+    (kernels/constitutive.c mpm_dp_alpha; 2D: the in-plane Mohr radius over
+    the in-plane mean stress)."""
+    s, t = np.sin(phi), np.tan(phi)
+    if cone == "compression":
+        alpha = np.sqrt(2.0 / 3.0) * 2.0 * s / (3.0 - s)
+    elif cone == "repose":
+        alpha = np.sqrt(2.0) * t / dim
+    else:
+        alpha = s / np.sqrt(2.0) if dim == 2 else np.sqrt(2.0) * t / np.sqrt(9.0 + 12.0 * t * t)
+    return alpha * dim / np.sqrt(2.0)
+
+
 def measure(outdir, material=None):
     opts = mpmio.run_options(outdir)
     material = material or opts["materials"].split(",")[0]
     phi = float(opts.get(material + "_friction_angle", "30"))
+    dim = int(opts.get("dim", "2"))
+    cone = opts.get(material + "_cone", "plane_strain" if dim == 2 else "compression")
     dx = float(opts["dx"])
     source = (opts.get("regions") or opts.get("emitters")).split(",")[0]
     ppc = int(opts.get(source + "_ppc", "2"))
@@ -37,7 +54,7 @@ def measure(outdir, material=None):
     slope, icpt = np.polyfit(xb[flank], prof[flank], 1)
     res = {"friction_angle": phi, "slope_angle": float(np.degrees(np.arctan(-slope))), "height": float(H), "height_cells": float(H / dx),
            "fit_points": int(flank.sum()), "time": last["t"], "max_speed": float(np.sqrt((last["velocity"] ** 2).sum(axis=1)).max()),
-           "repose_theory": float(np.degrees(np.arctan(np.sin(np.radians(phi))))), "band": [phi - 3, phi + 3]}
+           "cone": cone, "repose_theory": float(np.degrees(np.arctan(cone_mu(dim, cone, np.radians(phi))))), "band": [phi - 3, phi + 3]}
     return res, x, y, xb, prof, flank, (slope, icpt)
 
 
@@ -64,7 +81,7 @@ def main():
     ax.set_title("sand pile at t = %.2f s: height %.1f cells, flank %.1f deg" % (res["time"], res["height_cells"], res["slope_angle"]), fontsize=8)
     fig.tight_layout()
     fig.savefig(args.png or os.path.join(args.outdir, "pile.png"), dpi=150)
-    print("sand pile: flank slope %.2f deg; friction angle %.1f deg (%+.2f); repose angle of the flow rule atan(sin phi) %.2f deg (%+.2f); "
+    print("sand pile: flank slope %.2f deg; friction angle %.1f deg (%+.2f); repose angle of the flow rule atan(mu) %.2f deg (%+.2f); "
           "height %.1f cells, max speed %.3g m/s"
           % (res["slope_angle"], res["friction_angle"], res["slope_angle"] - res["friction_angle"], res["repose_theory"],
              res["slope_angle"] - res["repose_theory"], res["height_cells"], res["max_speed"]))

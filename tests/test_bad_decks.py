@@ -59,6 +59,11 @@ CASES = [
     (["-integrator", "nonsmooth", "-nonsmooth_solver", "jacobi"], "-nonsmooth_solver"),
     (["-integrator", "nonsmooth", "-sand_cohesion", "100"], "-integrator nonsmooth: material sand (type drucker_prager) is not a Drucker-Prager sand with a friction angle alone"),
     (["-integrator", "nonsmooth", "-transfer", "flip"], "-transfer flip: -integrator nonsmooth transfers with apic only (allowed: apic)"),
+    (["-integrator", "nonsmooth", "-nonsmooth_frames", "-nonsmooth_split_ratio", "1"], "-nonsmooth_split_ratio must be in [1.5, 100]"),
+    (["-integrator", "nonsmooth", "-nonsmooth_merge_ratio", "3"], "-nonsmooth_split_ratio, -nonsmooth_merge_ratio, -nonsmooth_split_min_volume and -nonsmooth_merge_max_volume act with particle frames only; add -nonsmooth_frames"),
+    (["-integrator", "nonsmooth", "-sand_friction_angle_dynamic", "20"], "-sand_friction_angle_dynamic must be in [-sand_friction_angle, 90) deg"),
+    (["-sand_friction_angle_dynamic", "40"], "-sand_friction_angle_dynamic: the mu(I) rheology is simulated by -integrator nonsmooth only (allowed with -integrator explicit: 0)"),
+    (["-sand_cone", "repose", "-sand_friction_angle", "50"], "-sand_cone repose: the repose angle -sand_friction_angle must be below 45 deg"),
     (["-integrator", "nonsmooth", "-sand_anisotropy", "1"], "-sand_anisotropy must be in [0, 1) (0: isotropic), got 1"),
     (["-integrator", "nonsmooth", "-sand_grain_elongation", "-0.1"], "-sand_grain_elongation must be in [0, 1], got -0.1"),
     (["-integrator", "nonsmooth", "-sand_grain_normals", "flat"], "-sand_grain_normals"),
@@ -132,7 +137,7 @@ def refuse(case):
 
 
 c = T.Checks("bad decks are refused before stepping")
-with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:  # the runs are short: mpiexec's start-up dominates
+with concurrent.futures.ThreadPoolExecutor(max_workers=4) as pool:  # the runs are short: mpiexec's start-up (waiting, not computing) dominates
     results = list(pool.map(refuse, enumerate(CASES)))
 for (extra, expect), (p, frame) in zip(CASES, results):
     err = p.stderr

@@ -2551,6 +2551,139 @@ static void test_grain_orientation(int d)
   }
 }
 
+/* ------------------------------------------------------------------------ */
+/* 13. Particle frames, splitting and merging (D s. 5.3, frames.c)           */
+/* ------------------------------------------------------------------------ */
+/* Mass, momentum and angular momentum about the origin (the APIC spin
+ * m D eps : C included: the grid's, section 2) of n particles. */
+static void frame_totals(int d, int n, const double *m, const double *x, const double *v, const double *C, double D, double *out)
+{
+  for (int k = 0; k < 7; k++) out[k] = 0;
+  for (int q = 0; q < n; q++) {
+    double l[3], s[3];
+    out[0] += m[q];
+    for (int a = 0; a < d; a++) out[1 + a] += m[q] * v[q * d + a];
+    const int nl = cross(d, x + q * d, v + q * d, l);
+    apic_spin(d, C + q * d * d, D, s);
+    for (int a = 0; a < nl; a++) out[4 + a] += m[q] * (l[a] + s[a]);
+  }
+}
+
+static void random_frame(int d, double rmin, double rmax, double *F)
+{
+  double R[9], s[3];
+  random_rotation(d, R);
+  for (int a = 0; a < d; a++) s[a] = urange(rmin, rmax) * urange(rmin, rmax) / rmax;
+  for (int a = 0; a < d; a++) s[a] *= s[a];
+  rot_diag_rot(d, R, s, R, F); /* R diag(s) R^T */
+}
+
+/* Guards: a merge keeps mass, momentum and the APIC angular momentum to
+ * roundoff (the pair's relative motion goes into C's skew part) and its
+ * frame is the pair's second moment (two touching balls of radius r: r
+ * sqrt(d + 3) along the line, r across); a split keeps all three and
+ * halves the longest axis; the frame's step F <- A F A^T stretches and
+ * turns as A does. */
+static void test_frames(int dim)
+{
+  const int    d = dim, dd = d * d;
+  const double h = 0.1, D = 1.0 / mpm_apic_dinv(MPM_KERNEL_QUADRATIC, h);
+  double       em = 0, es = 0, eax = 0, elong = 0, emin = INFINITY;
+
+  for (int t = 0; t < 500; t++) {
+    double m[2], x[6], v[6], C[18], F[18], xm[3], vm[3], Cm[9], Fm[9], before[7], after[7], scale = 0, lam[3], U[9];
+    for (int k = 0; k < 2; k++) {
+      m[k] = urange(0.5, 2.0);
+      for (int a = 0; a < d; a++) x[k * d + a] = urange(-1, 1), v[k * d + a] = urange(-1, 1);
+      for (int a = 0; a < dd; a++) C[k * dd + a] = urange(-5, 5);
+      random_frame(d, 0.005, 0.05, F + k * dd);
+      scale += m[k] * (1.0 + 2.0 * maxabs(dd, C + k * dd) * D);
+    }
+    frame_totals(d, 2, m, x, v, C, D, before);
+    mpm_frame_merge(d, D, m[0], x, v, C, F, m[1], x + d, v + d, C + dd, F + dd, xm, vm, Cm, Fm);
+    {
+      const double M = m[0] + m[1];
+      frame_totals(d, 1, &M, xm, vm, Cm, D, after);
+    }
+    for (int k = 0; k < 7; k++) em = fmax(em, fabs(after[k] - before[k]) / scale);
+    mpm_sym_eig(d, Fm, lam, U);
+    for (int a = 0; a < d; a++) emin = fmin(emin, lam[a]);
+    /* split particle 0 */
+    {
+      double dx[3], Fc[9], ms[2] = {0.5 * m[0], 0.5 * m[0]}, xs[6], vs[6], Cs[18], Fd[3];
+      const double a = mpm_frame_split(d, F, dx, Fc);
+      for (int b = 0; b < d; b++) xs[b] = x[b] - dx[b], xs[d + b] = x[b] + dx[b], vs[b] = vs[d + b] = v[b];
+      for (int b = 0; b < dd; b++) Cs[b] = Cs[dd + b] = C[b];
+      frame_totals(d, 1, m, x, v, C, D, before);
+      frame_totals(d, 2, ms, xs, vs, Cs, D, after);
+      for (int k = 0; k < 7; k++) es = fmax(es, fabs(after[k] - before[k]) / scale);
+      mpm_matvec(d, Fc, dx, Fd); /* the split axis: (a/2)^2 now */
+      for (int b = 0; b < d; b++) eax = fmax(eax, fabs(Fd[b] - 0.25 * a * a * dx[b]) / (a * a * a));
+      elong = fmax(elong, fabs(a - mpm_frame_longest(d, F)));
+    }
+  }
+  CHECK(em, 0, 1e-13, "frames %dD merge: max |change| of mass, momentum, angular momentum (APIC spin) / scale (500 random pairs)", d);
+  CHECK(emin > 0, 1, 0, "frames %dD merged frames positive definite (smallest eigenvalue %.3g)", d, emin);
+  CHECK(es, 0, 1e-14, "frames %dD split: max |change| of mass, momentum, angular momentum / scale", d);
+  CHECK(eax, 0, 1e-13, "frames %dD split halves the longest semi-axis (Fc e = (a/2)^2 e)", d);
+  CHECK(elong, 0, 0, "frames %dD split cuts along the longest semi-axis", d);
+  {
+    const double r = 0.02, zero[9] = {0};
+    double       F[9], x[6] = {0}, v[6] = {0}, xm[3], vm[3], Cm[9], Fm[9], Fm2[9];
+    mpm_frame_initial(d, pow(2 * r, d), F);
+    CHECK(F[0], r * r, 1e-18, "frames %dD initial frame: a ball of half the spacing", d);
+    CHECK(mpm_frame_ratio(d, F), 1, 1e-14, "frames %dD initial frame round", d);
+    x[0] = -r, x[d] = r;
+    mpm_frame_merge(d, D, 1.0, x, v, zero, F, 1.0, x + d, v + d, zero, F, xm, vm, Cm, Fm);
+    CHECK(mpm_frame_longest(d, Fm), r * sqrt(d + 3.0), 1e-15, "frames %dD two touching balls merge to r sqrt(d + 3) along their line", d);
+    CHECK(mpm_frame_ratio(d, Fm), sqrt(d + 3.0), 1e-13, "frames %dD ... and r across it", d);
+    /* the step of the frame: a stretch and a rotation */
+    double A[9], R[9];
+    identity(d, A);
+    A[0] = 2.0, A[d + 1] = 0.5;
+    mpm_frame_advect(d, A, F);
+    CHECK(mpm_frame_ratio(d, F), 4.0, 1e-13, "frames %dD F <- A F A^T with A = diag(2, 1/2): ratio 4", d);
+    memcpy(Fm2, F, sizeof(double) * dd);
+    random_rotation(d, R);
+    mpm_frame_advect(d, R, F);
+    CHECK(mpm_frame_ratio(d, F), 4.0, 1e-12, "frames %dD ... a rotation keeps the axes' lengths", d);
+    {
+      double Rt[9], RF[9], RFRt[9];
+      transpose(d, R, Rt);
+      mpm_matmul(d, R, Fm2, RF);
+      mpm_matmul(d, RF, Rt, RFRt);
+      CHECK(maxdiff(dd, F, RFRt), 0, 1e-18, "frames %dD ... and turns them: R F R^T", d);
+    }
+  }
+}
+
+/* Guards: mu(I) runs from mu_s at rest to mu_2 at I -> infinity, halfway
+ * at I = I0; the inertial number of a simple shear gamma_dot is d gamma_dot
+ * / sqrt(p / rho), a rotation or a dilation gives 0, no pressure gives
+ * infinity (free grains: mu_2). */
+static void test_mu_i(int dim)
+{
+  const double mus = 0.38, mu2 = 0.64, I0 = 0.279, dg = 0.5e-3, rho = 2500, pr = 400, gd = 7.0;
+  double       G[9] = {0}, R[9] = {0}, Dl[9] = {0}, Rt[9], GR[9], Gr[9];
+  CHECK(mpm_mu_of_i(mus, mu2, I0, 0.0), mus, 0, "mu(I) %dD: mu(0) = mu_s", dim);
+  CHECK(mpm_mu_of_i(mus, mu2, I0, I0), 0.5 * (mus + mu2), 1e-15, "mu(I) %dD: mu(I0) halfway", dim);
+  CHECK(mpm_mu_of_i(mus, mu2, I0, INFINITY), mu2, 0, "mu(I) %dD: mu(infinity) = mu_2", dim);
+  CHECK(mpm_mu_of_i(mus, mu2, I0, 1e12), mu2, 1e-12, "mu(I) %dD: tends to mu_2", dim);
+  G[1] = gd; /* du_x/dy: simple shear */
+  CHECK(mpm_inertial_number(dim, dg, rho, G, pr), dg * gd / sqrt(pr / rho), 1e-15, "mu(I) %dD: I of a simple shear = d gamma_dot / sqrt(p / rho)", dim);
+  /* the same shear turned: I is frame-indifferent */
+  random_rotation(dim, R);
+  transpose(dim, R, Rt);
+  mpm_matmul(dim, R, G, GR);
+  mpm_matmul(dim, GR, Rt, Gr);
+  CHECK(mpm_inertial_number(dim, dg, rho, Gr, pr), dg * gd / sqrt(pr / rho), 1e-14, "mu(I) %dD: ... in any orientation", dim);
+  G[1] = gd, G[dim] = -gd; /* a rotation */
+  CHECK(mpm_inertial_number(dim, dg, rho, G, pr), 0, 0, "mu(I) %dD: a rigid rotation has I = 0", dim);
+  for (int a = 0; a < dim; a++) Dl[a * (dim + 1)] = 3.0; /* a dilation */
+  CHECK(mpm_inertial_number(dim, dg, rho, Dl, pr), 0, 1e-15, "mu(I) %dD: a dilation has I = 0", dim);
+  CHECK(isinf(mpm_inertial_number(dim, dg, rho, Gr, 0.0)), 1, 0, "mu(I) %dD: no pressure: I infinite", dim);
+}
+
 int main(void)
 {
   printf("%-74s %-20s %-20s %-7s %s\n", "check", "value", "expected", "tol", "result");
@@ -2640,6 +2773,12 @@ int main(void)
     test_aniso_map(dim);
     test_grain_orientation(dim);
   }
+
+  section("13. Particle frames, splitting and merging (Daviet and Bertails-Descoubes 2016 s. 5.3): conservation, the frames' geometry");
+  for (int dim = 2; dim <= 3; dim++) test_frames(dim);
+
+  section("14. The mu(I) rheology (Jop et al. 2006; Daviet and Bertails-Descoubes 2016 s. 6.3): the friction law and the inertial number");
+  for (int dim = 2; dim <= 3; dim++) test_mu_i(dim);
 
   printf("\n%d checks, %d failed\n", n_checks, n_failed);
   return n_failed ? 1 : 0;

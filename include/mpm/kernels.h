@@ -142,13 +142,18 @@ typedef enum {
   MPM_CASE_CONE    = 2  /* Case III: projected to the cone surface, volume preserved */
 } MPMPlasticCase;
 
-/* Which Drucker-Prager cone matches a Mohr-Coulomb friction angle phi:
+/* Which Drucker-Prager cone a friction angle phi gives:
  *   COMPRESSION   alpha = sqrt(2/3) 2 sin(phi)/(3 - sin(phi))          (K31)
  *   PLANE_STRAIN  3D:  alpha = sqrt(2) tan(phi)/sqrt(9 + 12 tan^2(phi))
  *                 2D:  alpha = sin(phi)/sqrt(2), which makes the in-plane
  *                      yield condition exactly Mohr-Coulomb.
+ *   REPOSE        phi is the angle of repose of volume-preserving flow:
+ *                 sqrt(J2) <= tan(phi) p (2D: the in-plane Mohr radius),
+ *                 so a layer sheared at constant volume stops on a slope
+ *                 of phi (mu_s = tan(theta_stop), Jop et al. 2006);
+ *                 alpha = sqrt(2) tan(phi)/d.
  * alpha is the coefficient in ||dev tau||_F + alpha tr(tau) <= 0 (K27). */
-typedef enum { MPM_CONE_COMPRESSION = 0, MPM_CONE_PLANE_STRAIN = 1 } MPMConeMatch;
+typedef enum { MPM_CONE_COMPRESSION = 0, MPM_CONE_PLANE_STRAIN = 1, MPM_CONE_REPOSE = 2 } MPMConeMatch;
 
 typedef struct {
   int    dim;
@@ -348,6 +353,27 @@ void mpm_grain_orientation_step(int dim, double ell, const double *G, double dt,
  * n x n matrix in the chi basis (symmetric) and the inverse's.  0 if M
  * is singular. */
 int mpm_aniso_map(int dim, const double *M, double *Nmat, double *Ninv);
+/* The mu(I) rheology (D s. 6.3, Jop et al. 2006): mu_s + (mu_2 - mu_s) I /
+ * (I0 + I) (mu_2 at I = infinity); the inertial number I = d |gamma_dot| /
+ * sqrt(p / rho) of a velocity gradient G (|gamma_dot| = sqrt(2 Dev D : Dev
+ * D), D = sym G: the rate of a simple shear), infinite where p <= 0. */
+double mpm_mu_of_i(double mu_s, double mu_2, double i0, double inum);
+double mpm_inertial_number(int dim, double diameter, double rho, const double *G, double p);
+/* Particle frames (frames.c; D s. 5.3): the ellipsoid F = sum a_i a_i^T of
+ * a particle's volume, moved by F <- A F A^T (A = I + dt grad v); its
+ * longest semi-axis and longest over shortest; the split of a particle
+ * in two along the longest axis (halves at x -+ d, frame Fc; returns the
+ * axis' length); the merge of two particles (mass, centre of mass, its
+ * velocity, C with the pair's relative angular momentum, the pair's
+ * frame; Dp the APIC inertia scalar, h^2/4 quadratic); the initial frame
+ * of a particle of volume V. */
+void   mpm_frame_advect(int dim, const double *A, double *F);
+double mpm_frame_longest(int dim, const double *F);
+double mpm_frame_ratio(int dim, const double *F);
+double mpm_frame_split(int dim, const double *F, double *d, double *Fc);
+void   mpm_frame_merge(int dim, double Dp, double m1, const double *x1, const double *v1, const double *C1, const double *F1, double m2, const double *x2, const double *v2, const double *C2,
+                       const double *F2, double *x, double *v, double *C, double *F);
+void   mpm_frame_initial(int dim, double V, double *F);
 /* mpm_snow_update of n particles (3D in MPM_LANES SIMD lanes, equal to it
  * to roundoff); pcase[i] = MPM_CASE_CONE where clamped, else ELASTIC. */
 void mpm_snow_update_n(const MPMSnowParams *p, int n, double *Fe, double *Jp, double *tau, uint8_t *pcase);

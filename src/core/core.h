@@ -236,6 +236,8 @@ typedef struct {
 /* The region a seeded particle came from (its id holds it); emitted
  * particles give nreg + their emitter's index. */
 PetscInt MPMRegionOfId(int64_t id);
+/* The id of the k-th particle made by splitting, k counted over the run */
+int64_t MPMSplitParticleId(int64_t k);
 
 typedef struct {
   char     name[MPM_NAME_LEN];
@@ -251,6 +253,31 @@ PetscErrorCode MPMSeedRegions(MPMSim sim);
 PetscErrorCode MPMEmittersSetUp(MPMSim sim);
 PetscErrorCode MPMEmittersStep(MPMSim sim, double t_new, int64_t *emitted);
 double         MPMSeedUpperBound(const MPMSim sim);
+
+/* ------------------------------------------ frames, splitting and merging */
+/* resample.c: particle frames (an ellipsoid per particle, moved by the
+ * flow) and the split of stretched particles and merge of elongated
+ * pairs into rounder ones (Daviet and Bertails-Descoubes 2016, s. 5.3;
+ * docs/design/nonsmooth.md).  An integrator that offers it reads the
+ * options, advects the frames after G2P, splits before migration and
+ * merges after it (a pair is two particles of one grid cell, so one rank
+ * holds both).  Rank invariant: a split half's id is numbered by its
+ * parent's id among all split this step. */
+typedef struct {
+  double   split_ratio; /* split when the longest semi-axis exceeds this many half-spacings V0^(1/d)/2 [-] */
+  double   merge_ratio; /* merge two particles of one cell whose frames are both this elongated, if the pair's is rounder [-] */
+  double   min_volume;  /* never split into halves of less than this volume [cells] */
+  double   max_volume;  /* never merge into a particle of more than this volume [cells] */
+  double   Dp;          /* APIC inertia scalar of the kernel (h^2/4 quadratic) [m^2] */
+  double   h;           /* cell size [m] */
+  PetscInt f_frame;     /* particle field "frame" (d x d) */
+} MPMResample;
+
+PetscErrorCode MPMResampleSetUp(MPMSim sim, MPMSpecies *sp, MPMResample *rs);
+void           MPMResampleInitFrames(MPMSpecies *sp, const MPMResample *rs);
+void           MPMResampleAdvect(MPMSpecies *sp, const MPMResample *rs, const double *A);
+PetscErrorCode MPMResampleSplit(MPMSim sim, MPMSpecies *sp, const MPMResample *rs, int64_t *split);
+PetscErrorCode MPMResampleMerge(MPMSim sim, MPMSpecies *sp, const MPMResample *rs, int64_t *merged);
 
 /* memory.c */
 PetscErrorCode MPMMemoryCheck(MPMSim sim, double bytes_per_particle, PetscInt grid_dof);
@@ -290,6 +317,7 @@ struct _p_MPMSim {
   PetscBool   delete_outside, help;
   uint64_t    seed;
   int64_t     n_global, n_deleted, n_emitted;
+  int64_t     n_split, n_merged; /* particles split in two, pairs merged (resample.c): ids of split halves count from n_split */
   char        outdir[PETSC_MAX_PATH_LEN];
   PetscLogDouble wall_start, wall_steps;
   double      particle_steps; /* sum over steps of the global particle count */
@@ -337,6 +365,8 @@ typedef struct {
   double  dt;       /* MIN: the stable time step */
   int64_t n;        /* SUM: particles of all species */
   int64_t outside;  /* SUM: particles found outside the domain */
+  int64_t split;    /* SUM: particles split in two this step (each adds one; MPMResampleSplit) */
+  int64_t merged;   /* SUM: pairs merged into one this step (each removes one; MPMResampleMerge) */
   int64_t bad_id;   /* MIN: id of an outside particle (INT64_MAX if none) */
   double  bad_x[3]; /* its position */
   int64_t flags;    /* OR: MPM_FLAG_* requests of any rank */
@@ -374,6 +404,7 @@ PetscErrorCode MPMGlobalMax(MPI_Comm comm, double *buf, PetscInt n);
 PetscErrorCode MPMGlobalSumInt64(MPI_Comm comm, int64_t *buf, PetscInt n);
 PetscErrorCode MPMGlobalOffset(MPI_Comm comm, int64_t local, int64_t *offset, int64_t *total);
 PetscErrorCode MPMAllGatherInt64(MPI_Comm comm, int64_t value, int64_t *all);
+PetscErrorCode MPMAllGatherVInt64(MPI_Comm comm, PetscInt n, const int64_t *values, int64_t *total, int64_t **all);
 PetscErrorCode MPMBarrier(MPI_Comm comm);
 PetscErrorCode MPMBroadcastInt(MPI_Comm comm, int *value);
 PetscErrorCode MPMBroadcastString(MPI_Comm comm, char *buf, size_t len);

@@ -11,7 +11,8 @@
  *                        to their owner
  *   MPMGlobalStepReduce  the one reduction per step: time step, particle
  *                        count, particles that left the domain
- *   MPMGlobalSum/Max/Offset, MPMAllGatherInt64, MPMBarrier, MPMBroadcastInt: bookkeeping at
+ *   MPMGlobalSum/Max/Offset, MPMAllGatherInt64, MPMAllGatherVInt64 (split
+ *                        particles' ids), MPMBarrier, MPMBroadcastInt: bookkeeping at
  *                        set-up and output time
  *
  * Ghost exchange uses the DMDA's scatters (PETSc does the MPI); migration
@@ -30,6 +31,8 @@ static void step_combine(void *in_, void *inout_, int *len, MPI_Datatype *type)
     inout[i].dt = PetscMin(inout[i].dt, in[i].dt);
     inout[i].n += in[i].n;
     inout[i].outside += in[i].outside;
+    inout[i].split += in[i].split;
+    inout[i].merged += in[i].merged;
     inout[i].flags |= in[i].flags;
     inout[i].wmax = PetscMax(inout[i].wmax, in[i].wmax);
     if (in[i].bad_id < inout[i].bad_id) {
@@ -318,6 +321,8 @@ PetscErrorCode MPMMigrate(MPMSim sim, MPMStepReduction *red)
   PetscCall(PetscLogEventBegin(MPM_EVENT_MIGRATE, 0, 0, 0, 0));
   red->n       = 0;
   red->outside = 0;
+  red->split   = 0;
+  red->merged  = 0;
   red->bad_id  = INT64_MAX;
   red->nonfinite = 0;
   red->nf_id     = INT64_MAX;
@@ -378,6 +383,29 @@ PetscErrorCode MPMAllGatherInt64(MPI_Comm comm, int64_t value, int64_t *all)
 {
   PetscFunctionBeginUser;
   PetscCallMPI(MPI_Allgather(&value, 1, MPI_INT64_T, all, 1, MPI_INT64_T, comm));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Every rank's n values, rank by rank, in *all (PetscMalloc'd, *total
+ * values; the caller frees it). */
+PetscErrorCode MPMAllGatherVInt64(MPI_Comm comm, PetscInt n, const int64_t *values, int64_t *total, int64_t **all)
+{
+  PetscMPIInt size, *counts, *displs, mine = (PetscMPIInt)n;
+  int64_t     sum = 0;
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCall(PetscMalloc2(size, &counts, size, &displs));
+  PetscCallMPI(MPI_Allgather(&mine, 1, MPI_INT, counts, 1, MPI_INT, comm));
+  for (PetscMPIInt r = 0; r < size; r++) {
+    displs[r] = (PetscMPIInt)sum;
+    sum += counts[r];
+  }
+  PetscCheck(sum < INT32_MAX, comm, PETSC_ERR_SUP, "MPMAllGatherVInt64: %lld values overflow MPI's counts", (long long)sum);
+  PetscCall(PetscMalloc1(sum + 1, all));
+  PetscCallMPI(MPI_Allgatherv(values, mine, MPI_INT64_T, *all, counts, displs, MPI_INT64_T, comm));
+  *total = sum;
+  PetscCall(PetscFree2(counts, displs));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -120,6 +120,11 @@ static void RegionLattice(const MPMSim sim, const MPMRegion *R, double s, PetscI
  * overlap (water in the pores of sand). */
 PetscInt MPMRegionOfId(int64_t id) { return (PetscInt)(id >> ID_SHIFT) - 1; }
 
+/* The k-th particle made by splitting (resample.c): a source of its own,
+ * past every region and emitter (at most MPM_MAX_NAMES each). */
+#define SPLIT_SOURCE 0x7FFE
+int64_t MPMSplitParticleId(int64_t k) { return ((int64_t)SPLIT_SOURCE << ID_SHIFT) | k; }
+
 static PetscBool InsideEarlier(const MPMSim sim, PetscInt r, const double *x)
 {
   double g[3];

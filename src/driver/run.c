@@ -112,6 +112,10 @@ PetscErrorCode MPMSetFromOptions(MPMSim sim)
       PetscCheck(sim->species[s]->mat[m]->grains.alpha == 0 || !strcmp(sim->integ->type, "nonsmooth"), sim->comm, PETSC_ERR_USER_INPUT,
                  "-%s_anisotropy %g: anisotropic grains are simulated by -integrator nonsmooth only (allowed with -integrator %s: 0)", sim->species[s]->mat[m]->name,
                  sim->species[s]->mat[m]->grains.alpha, sim->integ->type);
+  for (PetscInt s = 0; s < sim->nspecies; s++)
+    for (PetscInt m = 0; m < sim->species[s]->nmat; m++)
+      PetscCheck(sim->species[s]->mat[m]->mui.mu2_hat <= 0 || !strcmp(sim->integ->type, "nonsmooth"), sim->comm, PETSC_ERR_USER_INPUT,
+                 "-%s_friction_angle_dynamic: the mu(I) rheology is simulated by -integrator nonsmooth only (allowed with -integrator %s: 0)", sim->species[s]->mat[m]->name, sim->integ->type);
   if (sim->integ->ops.check) PetscCall(sim->integ->ops.check(sim->integ, sim));
   PetscCall(MPMLayoutSetUp(sim));
   PetscCall(MPMCollidersCreate(sim));
@@ -248,10 +252,13 @@ static PetscErrorCode CheckInvariants(MPMSim sim, const MPMStepReduction *red, i
     sim->n_deleted += red->outside;
     PetscCall(PetscInfo(NULL, "Deleted %lld particles outside the domain at step %" PetscInt_FMT "\n", (long long)red->outside, sim->step));
   }
-  const int64_t expect = sim->n_global + emitted - red->outside;
-  PetscCheck(red->n == expect, sim->comm, PETSC_ERR_PLIB, "Particle count changed from %lld to %lld at step %" PetscInt_FMT " (expected %lld): particles were lost in migration",
-             (long long)sim->n_global, (long long)red->n, sim->step, (long long)expect);
+  const int64_t expect = sim->n_global + emitted - red->outside + red->split - red->merged;
+  PetscCheck(red->n == expect, sim->comm, PETSC_ERR_PLIB,
+             "Particle count changed from %lld to %lld at step %" PetscInt_FMT " (expected %lld: %lld emitted, %lld deleted, %lld split, %lld merged): particles were lost in migration",
+             (long long)sim->n_global, (long long)red->n, sim->step, (long long)expect, (long long)emitted, (long long)red->outside, (long long)red->split, (long long)red->merged);
   sim->n_global  = red->n;
+  sim->n_split += red->split;
+  sim->n_merged += red->merged;
   sim->imbalance = MPMBalanceImbalance(sim, red);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -283,6 +290,7 @@ static PetscErrorCode Step(MPMSim sim)
   PetscCall(MPMEmittersStep(sim, sim->t, &emitted));
   for (PetscInt e = 0; e < sim->nem; e++) vmax = PetscMax(vmax, sim->em[e].speed);
   PetscCall(MPMMigrate(sim, &red));
+  if (sim->integ->ops.after_migrate) PetscCall(sim->integ->ops.after_migrate(sim->integ, sim, &red));
   red.wmax = MPMBalanceRankWork(sim);
   if (sim->sort_interval && sim->step % sim->sort_interval == 0) PetscCall(MPMSortParticles(sim));
   red.dt    = sim->integ->ops.stable_dt(sim->integ, sim, vmax);
@@ -351,9 +359,13 @@ PetscErrorCode MPMRun(MPMSim sim)
   sim->wall_steps += t1 - t0;
   if (!stop && sim->t > sim->t_last_frame) PetscCall(OutputAll(sim)); /* the final state */
   PetscCall(MPMOutputSummary(sim));
-  PetscCall(PetscPrintf(sim->comm, "%s: %" PetscInt_FMT " steps, t = %g s, %lld particles (%lld deleted), %.3g particle-steps/s\n",
-                        stop ? "stopped" : (sim->exit_code == MPM_EXIT_NONFINITE ? "failed (non-finite state)" : "done"), sim->step, sim->t,
-                        (long long)sim->n_global, (long long)sim->n_deleted, sim->wall_steps > 0 ? sim->particle_steps / sim->wall_steps : 0.0));
+  {
+    char resampled[96] = "";
+    if (sim->n_split || sim->n_merged) PetscCall(PetscSNPrintf(resampled, sizeof(resampled), ", %lld split, %lld merged", (long long)sim->n_split, (long long)sim->n_merged));
+    PetscCall(PetscPrintf(sim->comm, "%s: %" PetscInt_FMT " steps, t = %g s, %lld particles (%lld deleted%s), %.3g particle-steps/s\n",
+                          stop ? "stopped" : (sim->exit_code == MPM_EXIT_NONFINITE ? "failed (non-finite state)" : "done"), sim->step, sim->t, (long long)sim->n_global,
+                          (long long)sim->n_deleted, resampled, sim->wall_steps > 0 ? sim->particle_steps / sim->wall_steps : 0.0));
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

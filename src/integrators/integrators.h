@@ -45,6 +45,12 @@ typedef struct {
    * it was and sets integ->rejected: the driver retries with dt / 2 (the
    * integrator decides when to give up, with an error). */
   PetscErrorCode (*step)(MPMIntegrator integ, MPMSim sim, double dt, double *vmax);
+  /* After the step's migration, before its reduction (optional): particle
+   * work that needs all particles of a grid cell on one rank (merging
+   * particles).  Adds the particles it split during the step and merged
+   * here to red->split and red->merged and keeps red->n (this rank's
+   * count) true. */
+  PetscErrorCode (*after_migrate)(MPMIntegrator integ, MPMSim sim, MPMStepReduction *red);
   /* Statistics of the last step (optional). */
   PetscErrorCode (*stats)(MPMIntegrator integ, MPMStepStats *s);
   /* Scalars to checkpoint (warm starts, counters) and to restore (optional):

@@ -41,6 +41,8 @@ typedef struct {
   PetscInt        f_lambda; /* particle field: the stress of its node at the last step */
   PetscBool       aniso;    /* some material has anisotropic grains (D s. 6.2) */
   PetscInt        f_nu2;    /* particle field: the grains' normals' second moment nu2 (d x d; all 0: not yet set) */
+  PetscBool       mui;      /* some material has the mu(I) rheology (D s. 6.3) */
+  PetscInt        f_mu;     /* particle field: its friction coefficient mu_hat from the last step's inertial number (-1: not yet, the static one) */
   int             n, nb;    /* stress components (mpm_sym_size), neighbours (3^d) */
   MPMGridField   *forms;    /* per node: V, V mu, V lambda (n), G (nb x d)[, V (N^-1 - I) (n), anisotropic] */
   MPMGridField   *node;     /* per node: dt/m, u* free (d), u* projected (d), P (d x d), near a wall or object (1/0) */
@@ -51,6 +53,9 @@ typedef struct {
   double         *Ninv;                    /* per owned node, anisotropic: the change of variables' inverse (n x n); W and lambda are then W~, lambda~ */
   double          dt;
   double          scale;                /* rho g L [Pa]: the tolerance's unit */
+  PetscBool       frames;               /* particle frames, splitting and merging (D s. 5.3) */
+  MPMResample     rs;
+  int64_t         split;                /* this rank's splits in the step, booked after migration */
   MPMStepStats    st;
 } Nonsmooth;
 
@@ -62,6 +67,7 @@ static const char *const SolverNames[] = {"gs", "apgd", "NonsmoothSolver", "NS_S
 static PetscErrorCode NonsmoothOptions(MPMIntegrator integ, MPMSim sim)
 {
   Nonsmooth *ns;
+  PetscBool  set[4] = {PETSC_FALSE, PETSC_FALSE, PETSC_FALSE, PETSC_FALSE};
 
   PetscFunctionBeginUser;
   PetscCall(PetscNew(&ns));
@@ -71,6 +77,10 @@ static PetscErrorCode NonsmoothOptions(MPMIntegrator integ, MPMSim sim)
   ns->max_it      = 1000;
   ns->max_newton  = 50;
   ns->cfl_gravity = 0.5;
+  ns->rs.split_ratio = 2.0;
+  ns->rs.merge_ratio = 2.0;
+  ns->rs.min_volume  = -1; /* by dimension, in the set-up: half and twice the volume of the default seeding, 2 particles per cell and axis */
+  ns->rs.max_volume  = -1;
   PetscOptionsBegin(sim->comm, integ->prefix, "Nonsmooth granular integrator (Daviet and Bertails-Descoubes 2016)", NULL);
   PetscCall(MPMOptionsReal("-phi_max", "Maximum volume fraction of the grains; regions seed at it (the seed: 0.6) [-]", NULL, ns->phi_max, &ns->phi_max, NULL));
   PetscCall(MPMOptionsReal("-tol", "Tolerance of the friction problem: largest per-node residual over rho g L (rho the densest material, L the domain's extent along gravity; the seed: 1e-3) [-]",
@@ -84,7 +94,19 @@ static PetscErrorCode NonsmoothOptions(MPMIntegrator integ, MPMSim sim)
   PetscCall(MPMOptionsReal("-decompaction", "Fraction of a dual cell's excess over phi_max that must expand back in one step (0: the seed's clamp k >= 0, which keeps the step dissipative but lets over-full cells stay) [-]",
                            NULL, ns->decompaction, &ns->decompaction, NULL));
   PetscCall(MPMOptionsReal("-cfl_gravity", "dt <= sqrt(cfl_gravity dx / |g|): material at rest falls at most this many cells in one step [-]", NULL, ns->cfl_gravity, &ns->cfl_gravity, NULL));
+  PetscCall(PetscOptionsBool("-frames", "Particle frames with splitting and merging (D s. 5.3): each particle's ellipsoid moves with the flow; stretched particles split, elongated pairs merge", NULL,
+                             ns->frames, &ns->frames, NULL));
+  PetscCall(MPMOptionsReal("-split_ratio", "-nonsmooth_frames: split a particle whose longest semi-axis exceeds this many half-spacings V0^(1/d)/2 (its initial radius) [-]", NULL, ns->rs.split_ratio,
+                           &ns->rs.split_ratio, &set[0]));
+  PetscCall(MPMOptionsReal("-merge_ratio", "-nonsmooth_frames: merge two particles of a cell whose frames' longest over shortest axis are both at least this, when the pair's frame is rounder [-]", NULL,
+                           ns->rs.merge_ratio, &ns->rs.merge_ratio, &set[1]));
+  PetscCall(MPMOptionsReal("-split_min_volume", "-nonsmooth_frames: no split makes halves of less than this volume (default 2^-(d+1), half the default seeding's) [cells]", NULL, ns->rs.min_volume,
+                           &ns->rs.min_volume, &set[2]));
+  PetscCall(MPMOptionsReal("-merge_max_volume", "-nonsmooth_frames: no merge makes a particle of more than this volume (default 2^(1-d), twice the default seeding's) [cells]", NULL, ns->rs.max_volume,
+                           &ns->rs.max_volume, &set[3]));
   PetscOptionsEnd();
+  PetscCheck(ns->frames || !(set[0] || set[1] || set[2] || set[3]), sim->comm, PETSC_ERR_USER_INPUT,
+             "-nonsmooth_split_ratio, -nonsmooth_merge_ratio, -nonsmooth_split_min_volume and -nonsmooth_merge_max_volume act with particle frames only; add -nonsmooth_frames");
   { /* the other integrators' transfer options, so that one deck runs with any */
     PetscInt transfer = MPM_TRANSFER_APIC;
     double   unused   = 0.5;
@@ -109,6 +131,14 @@ static PetscErrorCode NonsmoothCheck(MPMIntegrator integ, MPMSim sim)
   PetscCheck(ns->max_newton >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_local_newton_max must be >= 0, got %" PetscInt_FMT, ns->max_newton);
   PetscCheck(ns->decompaction >= 0 && ns->decompaction <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_decompaction must be in [0, 1], got %g", ns->decompaction);
   PetscCheck(ns->cfl_gravity > 0 && ns->cfl_gravity <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_cfl_gravity must be in (0, 1], got %g", ns->cfl_gravity);
+  PetscCheck(ns->rs.split_ratio >= 1.5 && ns->rs.split_ratio <= 100, sim->comm, PETSC_ERR_USER_INPUT,
+             "-nonsmooth_split_ratio must be in [1.5, 100] (a particle starts at 1; below 1.5 its halves would split again at once), got %g", ns->rs.split_ratio);
+  PetscCheck(ns->rs.merge_ratio >= 1 && ns->rs.merge_ratio <= 100, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_merge_ratio must be in [1, 100], got %g", ns->rs.merge_ratio);
+  if (ns->rs.min_volume < 0) ns->rs.min_volume = pow(0.5, (double)(sim->dim + 1));
+  if (ns->rs.max_volume < 0) ns->rs.max_volume = pow(0.5, (double)(sim->dim - 1));
+  PetscCheck(ns->rs.min_volume > 0 && ns->rs.min_volume <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_split_min_volume must be in (0, 1] cells, got %g", ns->rs.min_volume);
+  PetscCheck(ns->rs.max_volume > 2 * ns->rs.min_volume && ns->rs.max_volume <= 1, sim->comm, PETSC_ERR_USER_INPUT,
+             "-nonsmooth_merge_max_volume must be in (2 x -nonsmooth_split_min_volume, 1] cells = (%g, 1], got %g", 2 * ns->rs.min_volume, ns->rs.max_volume);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -133,6 +163,7 @@ static PetscErrorCode NonsmoothSetUp(MPMIntegrator integ, MPMSim sim)
   PetscCheck(sim->colliders->ndynamic == 0 || ns->solver == NS_SOLVER_GS, sim->comm, PETSC_ERR_USER_INPUT,
              "-nonsmooth_solver apgd: dynamic bodies (-<object>_dynamic) are coupled by the Gauss-Seidel only; allowed: -nonsmooth_solver gs");
   for (PetscInt m = 0; m < sp->nmat; m++) ns->aniso = ns->aniso || sp->mat[m]->grains.alpha > 0 ? PETSC_TRUE : PETSC_FALSE;
+  for (PetscInt m = 0; m < sp->nmat; m++) ns->mui = ns->mui || sp->mat[m]->mui.mu2_hat > 0 ? PETSC_TRUE : PETSC_FALSE;
   PetscCheck(!ns->aniso || ns->solver == NS_SOLVER_GS, sim->comm, PETSC_ERR_USER_INPUT,
              "-nonsmooth_solver apgd: anisotropic grains (-<m>_anisotropy > 0) are solved by the Gauss-Seidel only; allowed: -nonsmooth_solver gs");
   ns->n  = mpm_sym_size((int)sim->dim);
@@ -146,6 +177,13 @@ static PetscErrorCode NonsmoothSetUp(MPMIntegrator integ, MPMSim sim)
       PetscCall(MPMParticlesRegisterField(&sp->p, "grain_orientation", MPM_FIELD_REAL, (int)(sim->dim * sim->dim), NULL, MPM_FIELD_STATE, &ns->f_nu2));
       PetscCall(MPMParticlesSetOutput(&sp->p, ns->f_nu2, "grain_orientation", MPM_FIELD_REAL, PETSC_FALSE));
     }
+  }
+  if (ns->frames) PetscCall(MPMResampleSetUp(sim, sp, &ns->rs));
+  ns->f_mu = -1;
+  if (ns->mui) {
+    const double none = -1;
+    PetscCall(MPMParticlesRegisterField(&sp->p, "friction", MPM_FIELD_REAL, 1, &none, MPM_FIELD_STATE, &ns->f_mu));
+    PetscCall(MPMParticlesSetOutput(&sp->p, ns->f_mu, "friction_coefficient", MPM_FIELD_REAL, PETSC_FALSE));
   }
 
   PetscCall(MPMGridFieldCreate(sim, "granular_momentum", mpm_transfer_dof((int)sim->dim, 0), PETSC_FALSE, &sp->grid));
@@ -218,6 +256,7 @@ static PetscErrorCode AssembleForms(Nonsmooth *ns, MPMSim sim)
   const int       d = (int)sim->dim, n = ns->n, dof = (int)ns->forms->dof;
   const MPMGridBox *bx = &ns->forms->box;
   const double   *x = MPMFieldReal(p, p->f_x), *V0 = MPMFieldReal(p, p->f_V0), *lam = MPMFieldReal(p, ns->f_lambda);
+  const double   *mup = ns->f_mu >= 0 ? MPMFieldReal(p, ns->f_mu) : NULL;
   const int32_t  *mat = MPMFieldInt32(p, p->f_mat);
   PetscScalar    *a;
 
@@ -235,7 +274,7 @@ static PetscErrorCode AssembleForms(Nonsmooth *ns, MPMSim sim)
     const double V  = ns->phi_max * V0[q];
     double      *F  = a + dof * LocalIndex(bx, j);
     F[0] += V;
-    F[1] += V * mpm_dcfp_mu(d, sp->mat[mat[q]]->mu_hat);
+    F[1] += V * mpm_dcfp_mu(d, mup && mup[q] >= 0 ? mup[q] : sp->mat[mat[q]]->mu_hat);
     for (int s = 0; s < n; s++) F[2 + s] += V * lam[q * n + s];
     for (int s = 0; s < ns->nb; s++) {
       const int ia = s % 3, ib = (s / 3) % 3, ic = s / 9;
@@ -944,6 +983,31 @@ static void GrainsTurn(Nonsmooth *ns, MPMSim sim, double dt, const double *Fe)
   }
 }
 
+/* mu(I) (D s. 6.3: "in an explicit fashion"): each particle's friction
+ * for the next step from this step's inertial number, its velocity
+ * gradient (F_E - I) / dt right after G2P and the grains' pressure p =
+ * Tr chi(lambda) / d of its node's stress, with the grains' density
+ * rho / phi_max (regions seed at phi_max). */
+static void FrictionOfInertia(Nonsmooth *ns, MPMSim sim, double dt, const double *Fe)
+{
+  MPMSpecies    *sp = sim->species[0];
+  MPMParticles  *p  = &sp->p;
+  const int      d = (int)sim->dim, n = ns->n;
+  double        *mu = MPMFieldReal(p, ns->f_mu);
+  const double  *lam = MPMFieldReal(p, ns->f_lambda);
+  const int32_t *mat = MPMFieldInt32(p, p->f_mat);
+
+  for (PetscInt q = 0; q < p->n; q++) {
+    const MPMMaterial m = sp->mat[mat[q]];
+    double            G[9], T[9], pr = 0;
+    if (!(m->mui.mu2_hat > 0)) continue; /* constant friction */
+    for (int k = 0; k < d * d; k++) G[k] = (Fe[q * d * d + k] - (k % (d + 1) == 0 ? 1.0 : 0.0)) / dt;
+    mpm_chi(d, lam + q * n, T);
+    for (int a = 0; a < d; a++) pr += T[a * (d + 1)] / d;
+    mu[q] = mpm_mu_of_i(m->mu_hat, m->mui.mu2_hat, m->mui.I0, mpm_inertial_number(d, m->mui.diameter, m->density / ns->phi_max, G, pr));
+  }
+}
+
 /* ----------------------------------------------------------------- step */
 static PetscErrorCode NonsmoothStep(MPMIntegrator integ, MPMSim sim, double dt, double *vmax)
 {
@@ -964,6 +1028,7 @@ static PetscErrorCode NonsmoothStep(MPMIntegrator integ, MPMSim sim, double dt, 
   PetscCall(MPMIntegratorP2G(sp, &v, 0.0)); /* mass and APIC momentum; dt = 0: no stress force */
   PetscCall(MPMGhostScatterAdd(sp->grid));
   if (ns->aniso) MPMMaterialsGrainsInit(sp, sim->seed); /* emitted since the last step */
+  if (ns->frames) MPMResampleInitFrames(sp, &ns->rs);     /* seeded or emitted since the last step */
   PetscCall(PetscLogEventBegin(MPM_EVENT_FORMS, 0, 0, 0, 0));
   PetscCall(AssembleForms(ns, sim));
   PetscCall(PredictNodes(ns, sim, dt));
@@ -986,8 +1051,11 @@ static PetscErrorCode NonsmoothStep(MPMIntegrator integ, MPMSim sim, double dt, 
   PetscCall(ParticleStress(ns, sim));
   PetscCall(MPMIntegratorG2P(sp, &v, dt, -1.0, 0.0, vmax));
   if (ns->aniso) GrainsTurn(ns, sim, dt, v.Fe);
+  if (ns->frames) MPMResampleAdvect(sp, &ns->rs, v.Fe); /* F_E = I + dt grad v here */
+  if (ns->mui) FrictionOfInertia(ns, sim, dt, v.Fe);
   for (PetscInt q = 0; q < sp->p.n * sim->dim * sim->dim; q++) v.Fe[q] = (q % (sim->dim * sim->dim)) % (sim->dim + 1) == 0 ? 1.0 : 0.0;
   MPMCollidersAdvance(sim->colliders, dt);
+  if (ns->frames) PetscCall(MPMResampleSplit(sim, sp, &ns->rs, &ns->split)); /* before migration: a half may cross into the next slab */
   act = (double)nactive;
   PetscCall(MPMGlobalSum(sim->comm, &act, 1));
   ns->st.value[NS_STAT_ITS]      = (double)its;
@@ -998,6 +1066,23 @@ static PetscErrorCode NonsmoothStep(MPMIntegrator integ, MPMSim sim, double dt, 
   ns->st.total[NS_STAT_RESIDUAL] = PetscMax(ns->st.total[NS_STAT_RESIDUAL], res);
   ns->st.total[NS_STAT_FAILSAFE] += (double)failsafe;
   ns->st.total[NS_STAT_NODES] = PetscMax(ns->st.total[NS_STAT_NODES], act);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Merging pairs of a cell needs the cell's particles on one rank: after
+ * migration (D s. 5.3, resample.c). */
+static PetscErrorCode NonsmoothAfterMigrate(MPMIntegrator integ, MPMSim sim, MPMStepReduction *red)
+{
+  Nonsmooth *ns = (Nonsmooth *)integ->data;
+  int64_t    merged;
+
+  PetscFunctionBeginUser;
+  if (!ns->frames) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(MPMResampleMerge(sim, sim->species[0], &ns->rs, &merged));
+  red->n -= merged;
+  red->merged += merged;
+  red->split += ns->split;
+  ns->split = 0;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -1033,8 +1118,8 @@ static PetscErrorCode NonsmoothView(MPMIntegrator integ, char *buf, size_t len)
   const Nonsmooth *ns = (const Nonsmooth *)integ->data;
 
   PetscFunctionBeginUser;
-  PetscCall(PetscSNPrintf(buf, len, "APIC, nonsmooth Drucker-Prager (Coulomb problem per node, colored Gauss-Seidel; phi_max %g, tol %g rho g L = %g Pa)", ns->phi_max, ns->tol,
-                          ns->tol * ns->scale));
+  PetscCall(PetscSNPrintf(buf, len, "APIC, nonsmooth Drucker-Prager (Coulomb problem per node, %s; phi_max %g, tol %g rho g L = %g Pa%s)",
+                          ns->solver == NS_SOLVER_GS ? "colored Gauss-Seidel" : "APGD", ns->phi_max, ns->tol, ns->tol * ns->scale, ns->frames ? "; particle frames, splitting and merging" : ""));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -1059,6 +1144,7 @@ PetscErrorCode MPMIntegratorCreate_Nonsmooth(MPMIntegrator integ)
   integ->ops.stable_dt = NonsmoothStableDt;
   integ->ops.step      = NonsmoothStep;
   integ->ops.stats     = NonsmoothStats;
+  integ->ops.after_migrate = NonsmoothAfterMigrate;
   integ->ops.get_state = NonsmoothGetState;
   integ->ops.set_state = NonsmoothSetState;
   integ->ops.view      = NonsmoothView;

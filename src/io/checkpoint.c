@@ -197,6 +197,10 @@ static PetscErrorCode WriteState(MPMSim sim, hid_t file)
   PetscCall(MPMH5WriteAttr(file, "time_dt_dtlo_dthi_tnext_tlastframe_psteps_wallsteps", H5T_NATIVE_DOUBLE, 8, r));
   PetscCall(MPMH5WriteAttr(file, "step_frame_n_deleted_emitted_dim_ranks_seed", H5T_NATIVE_INT64, 8, i));
   PetscCall(MPMH5WriteAttr(file, "grid_nodes", H5T_NATIVE_INT64, 3, nodes));
+  {
+    const int64_t sm[2] = {sim->n_split, sim->n_merged}; /* split halves' ids count on from n_split */
+    PetscCall(MPMH5WriteAttr(file, "particles_split_merged", H5T_NATIVE_INT64, 2, sm));
+  }
   PetscCall(WriteTotals(sim, file));
   for (PetscInt e = 0; e < sim->nem; e++) layers[e] = sim->em[e].layers;
   layers[sim->nem] = sim->nem;
@@ -511,6 +515,12 @@ static PetscErrorCode ReadState(MPMSim sim, hid_t file, const char *what, int64_
   sim->n_deleted      = i[3];
   sim->n_emitted      = i[4];
   *ranks              = i[6];
+  if (H5Aexists(file, "particles_split_merged") > 0) { /* checkpoints before 2026-11-26 have none: nothing was split */
+    int64_t sm[2];
+    PetscCall(MPMH5ReadAttr(file, "particles_split_merged", H5T_NATIVE_INT64, 2, sm, what));
+    sim->n_split  = sm[0];
+    sim->n_merged = sm[1];
+  }
   PetscCall(ReadTotals(sim, file, what));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -7,6 +7,7 @@ double mpm_dp_alpha(int dim, MPMConeMatch cone, double phi)
 {
   const double s = sin(phi), t = tan(phi);
   if (cone == MPM_CONE_COMPRESSION) return sqrt(2.0 / 3.0) * 2.0 * s / (3.0 - s); /* (K31) */
+  if (cone == MPM_CONE_REPOSE) return sqrt(2.0) * t / dim;                          /* sqrt(J2) = ||dev||_F / sqrt(2) <= tan(phi) (-tr/d) */
   /* ||dev tau||_F = sqrt(2 J2), so alpha = sqrt(2) alpha_DP of sqrt(J2) + alpha_DP I1 <= k */
   if (dim == 2) return s / sqrt(2.0);
   return sqrt(2.0) * t / sqrt(9.0 + 12.0 * t * t);

@@ -23,6 +23,20 @@
 
 int mpm_sym_size(int dim) { return dim == 3 ? 6 : 3; }
 
+double mpm_mu_of_i(double mu_s, double mu_2, double i0, double inum) { return isinf(inum) ? mu_2 : mu_s + (mu_2 - mu_s) * inum / (i0 + inum); }
+
+double mpm_inertial_number(int dim, double diameter, double rho, const double *G, double p)
+{
+  double D[9], tr = 0, dd = 0;
+  for (int a = 0; a < dim; a++)
+    for (int b = 0; b < dim; b++) D[a * dim + b] = 0.5 * (G[a * dim + b] + G[b * dim + a]);
+  for (int a = 0; a < dim; a++) tr += D[a * dim + a];
+  for (int a = 0; a < dim; a++) D[a * dim + a] -= tr / dim;
+  for (int k = 0; k < dim * dim; k++) dd += D[k] * D[k];
+  if (!(p > 0)) return INFINITY;
+  return diameter * sqrt(2.0 * dd) / sqrt(p / rho);
+}
+
 /* chi (D, section 5.2): R^n -> symmetric tensors (row-major d x d),
  * orthonormal for |T|^2 = T : T / 2: in 3D Tr chi(r) = sqrt(6) r_N and
  * |Dev chi(r)| = |r_T|; in 2D the analogue (a, b, c) -> [[a + b, c],

@@ -19,7 +19,7 @@ typedef struct {
   MPMUnilateral          uni;
 } DPContext;
 
-static const char *const ConeNames[] = {"compression", "plane_strain", "MPMConeMatch", "MPM_CONE_", NULL};
+static const char *const ConeNames[] = {"compression", "plane_strain", "repose", "MPMConeMatch", "MPM_CONE_", NULL};
 
 /* Project F_E onto the cone, harden, and the stress: the lane-parallel
  * kernel over the run of particles. */
@@ -136,6 +136,32 @@ static PetscErrorCode DPCheckHardening(MPMMaterial m, const MPMDruckerPragerPara
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The mu(I) rheology (D s. 6.3), read by -integrator nonsmooth; the others
+ * refuse it (run.c).  The dynamic angle goes through the same cone as the
+ * static one. */
+static PetscErrorCode DPMuIOptions(MPMMaterial m, const MPMDruckerPragerParams *p, PetscOptionItems *PetscOptionsObject)
+{
+  MPMMuI *u    = &m->mui;
+  double  phi2 = 0;
+
+  PetscFunctionBeginUser;
+  u->mu2_hat  = -1;
+  u->I0       = 0.279;
+  u->diameter = 0.5e-3;
+  PetscCall(MPMOptionsReal("-friction_angle_dynamic", "mu(I) rheology (Jop et al. 2006; -integrator nonsmooth): the friction angle of fast flows (I -> infinity), on the same cone as -<m>_friction_angle; 0: constant friction [deg]",
+                           NULL, phi2, &phi2, NULL));
+  PetscCall(MPMOptionsReal("-inertial_number_i0", "mu(I): the inertial number at which the friction is halfway between the static and the dynamic angle's (Jop et al.: 0.279) [-]", NULL, u->I0, &u->I0, NULL));
+  PetscCall(MPMOptionsReal("-grain_diameter", "mu(I): the grains' diameter d of I = d |gamma_dot| / sqrt(p / rho_s) [m]", NULL, u->diameter, &u->diameter, NULL));
+  PetscCheck(u->I0 > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_inertial_number_i0 must be > 0, got %g", m->name, u->I0);
+  PetscCheck(u->diameter > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_grain_diameter must be > 0 m, got %g", m->name, u->diameter);
+  if (phi2 == 0) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCheck(phi2 * PETSC_PI / 180 >= p->h0 && phi2 < (p->cone == MPM_CONE_REPOSE ? 45 : 90), PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT,
+             "-%s_friction_angle_dynamic must be in [-%s_friction_angle, %d) deg = [%g, %d), got %g", m->name, m->name, p->cone == MPM_CONE_REPOSE ? 45 : 90, p->h0 * 180 / PETSC_PI,
+             p->cone == MPM_CONE_REPOSE ? 45 : 90, phi2);
+  u->mu2_hat = mpm_dp_alpha(p->dim, (MPMConeMatch)p->cone, phi2 * PETSC_PI / 180) * (double)m->dim / sqrt(2.0);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 const char *const MPMGrainNormalsNames[] = {"isotropic", "random", "aligned", "MPMGrainNormals", "MPM_GRAIN_NORMALS_", NULL};
 
 /* The grains' anisotropy (Daviet and Bertails-Descoubes 2016 s. 6.2), read
@@ -194,7 +220,10 @@ PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial m, PetscOptionItems *
   PetscCheck(ctx->wet_cohesion >= 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_wet_cohesion must be >= 0 Pa, got %g", m->name, ctx->wet_cohesion);
   PetscCheck(ctx->optimum_saturation > 0 && ctx->optimum_saturation < 1, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_optimum_saturation must be in (0, 1), got %g", m->name,
              ctx->optimum_saturation);
-  PetscCall(MPMOptionsEList("-cone", "Drucker-Prager cone matched to Mohr-Coulomb (plane_strain is exact Mohr-Coulomb in 2D)", NULL, ConeNames, 2, ConeNames[cone], &cone, NULL));
+  PetscCall(MPMOptionsEList("-cone",
+                            "Drucker-Prager cone of the friction angle: compression or plane_strain matched to Mohr-Coulomb (plane_strain is exact Mohr-Coulomb in 2D), or repose (phi is the repose angle: "
+                            "sqrt(J2) <= tan(phi) p, where volume-preserving flow on a slope of phi stops)",
+                            NULL, ConeNames, 3, ConeNames[cone], &cone, NULL));
   p->dim    = (int)m->dim;
   p->mu     = m->mu;
   p->lambda = m->lambda;
@@ -212,6 +241,9 @@ PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial m, PetscOptionItems *
   p->h1 *= PETSC_PI / 180;
   p->h3 *= PETSC_PI / 180;
   PetscCall(DPCheckHardening(m, p));
+  PetscCheck(p->cone != MPM_CONE_REPOSE || (p->h0 < PETSC_PI / 4 && !hset), PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT,
+             "-%s_cone repose: the repose angle -%s_friction_angle must be below 45 deg (tan(phi) < 1: no tension between grains) and without -%s_hardening, got %g deg", m->name, m->name,
+             m->name, p->h0 * 180 / PETSC_PI);
   PetscCheck(ctx->wet_cohesion == 0 || p->h0 - p->h3 > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT,
              "-%s_wet_cohesion > 0 needs a friction angle > 0 (the Drucker-Prager apex sits at c cot(phi))", m->name);
   mpm_dp_setup(p);
@@ -220,6 +252,7 @@ PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial m, PetscOptionItems *
    * compression: 2 sqrt(3) sin phi / (3 - sin phi), Daviet's circumscribed) */
   m->mu_hat = p->alpha0 * (double)m->dim / sqrt(2.0);
   if (p->cohesion != 0 || p->hardening || ctx->wet_cohesion > 0) m->mu_hat = -1; /* beyond the nonsmooth integrator's law */
+  PetscCall(DPMuIOptions(m, p, PetscOptionsObject));
   ctx->volume_correction = PETSC_FALSE;
   PetscCall(PetscOptionsBool("-volume_correction", "Give back stress-free the volume gained in projections to the cone tip (Tampubolon et al. 2017, s. 4.3.4)", NULL,
                              ctx->volume_correction, &ctx->volume_correction, NULL));

@@ -92,6 +92,18 @@ typedef struct {
   double   normal[3]; /* -<m>_grain_normal, unit (MPM_GRAIN_NORMALS_ALIGNED) */
 } MPMGrainShape;
 
+/* The mu(I) rheology (Jop, Forterre and Pouliquen 2006; Daviet and
+ * Bertails-Descoubes 2016 s. 6.3; -integrator nonsmooth): the friction
+ * coefficient grows with the inertial number I = d |gamma_dot| /
+ * sqrt(p / rho_s) from mu_hat (I = 0) to mu2_hat (I -> infinity),
+ * mu = mu_hat + (mu2_hat - mu_hat) I / (I0 + I).  mu2_hat <= 0 (-1, or 0 in
+ * materials that never set it): constant. */
+typedef struct {
+  double mu2_hat;  /* sqrt(J2)/p of -<m>_friction_angle_dynamic on the material's cone (-1: off) */
+  double I0;       /* -<m>_inertial_number_i0 [-] */
+  double diameter; /* -<m>_grain_diameter [m] */
+} MPMMuI;
+
 struct _p_MPMMaterial {
   char           name[MPM_NAME_LEN]; /* instance name = options prefix */
   char           type[MPM_NAME_LEN];
@@ -101,6 +113,7 @@ struct _p_MPMMaterial {
   double         E, nu, mu, lambda;
   double         mu_hat;  /* friction coefficient of sqrt(J2) <= mu_hat p (Drucker-Prager; 0: not frictional, -1: with cohesion or hardening): -integrator nonsmooth */
   MPMGrainShape  grains;  /* anisotropic friction (alpha > 0: -integrator nonsmooth only) */
+  MPMMuI         mui;     /* the mu(I) rheology (mu2_hat > 0: -integrator nonsmooth only) */
   unsigned       flags;   /* MPM_MATERIAL_* */
   const char    *no_trial_stress; /* why ops.trial_stress is NULL, for the error message (or NULL) */
   void          *ctx;     /* model parameters */
