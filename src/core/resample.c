@@ -104,14 +104,15 @@ PetscErrorCode MPMResampleSplit(MPMSim sim, MPMSpecies *sp, const MPMResample *r
   qsort(all, (size_t)total, sizeof(int64_t), CompareInt64);
   PetscCall(MPMParticlesGrow(p, n, &start));
   PetscCall(PetscMalloc1(p->mbytes, &buf));
-  for (PetscInt k = 0; k < n; k++) {
-    const PetscInt q = cand[k], c = start + k;
-    const int64_t *at = (const int64_t *)bsearch(&ids[k], all, (size_t)total, sizeof(int64_t), CompareInt64);
-    double         dx[3], Fc[9];
-    MPMParticlesPack(p, q, buf); /* the half at x + dx: a copy of the parent, then its own */
-    MPMParticlesUnpack(p, c, buf);
-    {
-      double *x = MPMFieldReal(p, p->f_x), *F = MPMFieldReal(p, rs->f_frame), *m = MPMFieldReal(p, p->f_m), *V = MPMFieldReal(p, p->f_V0);
+  {
+    double  *x = MPMFieldReal(p, p->f_x), *F = MPMFieldReal(p, rs->f_frame), *m = MPMFieldReal(p, p->f_m), *V = MPMFieldReal(p, p->f_V0);
+    int64_t *id = MPMFieldInt64(p, p->f_id);
+    for (PetscInt k = 0; k < n; k++) {
+      const PetscInt q = cand[k], c = start + k;
+      const int64_t *at = (const int64_t *)bsearch(&ids[k], all, (size_t)total, sizeof(int64_t), CompareInt64);
+      double         dx[3], Fc[9];
+      MPMParticlesPack(p, q, buf); /* the half at x + dx: a copy of the parent, then its own */
+      MPMParticlesUnpack(p, c, buf);
       mpm_frame_split(d, F + q * d * d, dx, Fc);
       for (int a = 0; a < d; a++) {
         x[c * d + a] = x[q * d + a] + dx[a];
@@ -120,7 +121,7 @@ PetscErrorCode MPMResampleSplit(MPMSim sim, MPMSpecies *sp, const MPMResample *r
       for (int a = 0; a < d * d; a++) F[q * d * d + a] = F[c * d * d + a] = Fc[a];
       m[q] *= 0.5, m[c] = m[q];
       V[q] *= 0.5, V[c] = V[q];
-      MPMFieldInt64(p, p->f_id)[c] = MPMSplitParticleId(sim->n_split + (at - all));
+      id[c] = MPMSplitParticleId(sim->n_split + (at - all));
     }
   }
   *split = n;
@@ -236,9 +237,9 @@ PetscErrorCode MPMResampleMerge(MPMSim sim, MPMSpecies *sp, const MPMResample *r
       double xk[3], vk[3], Ck[9], Fk[9], r;
       if (taken[k] || !TryMerge(p, sp, rs, &c[a], &c[k], xk, vk, Ck, Fk, &r) || !(r < best)) continue;
       best = r, b = k;
+      memcpy(x, xk, sizeof(x)), memcpy(v, vk, sizeof(v)), memcpy(C, Ck, sizeof(C)), memcpy(F, Fk, sizeof(F));
     }
     if (b < 0) continue;
-    (void)TryMerge(p, sp, rs, &c[a], &c[b], x, v, C, F, &best);
     Absorb(p, sp, rs, c[a].q, c[b].q, x, v, C, F);
     taken[a] = taken[b] = PETSC_TRUE;
     keep[c[b].q]        = PETSC_FALSE;

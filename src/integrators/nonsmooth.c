@@ -963,9 +963,15 @@ static PetscErrorCode ParticleStress(Nonsmooth *ns, MPMSim sim)
 }
 
 /* ---------------------------------------------------------- the grains */
+/* A particle's velocity gradient of the step, (F_E - I) / dt right after
+ * G2P (F_E is I before it: the model has no elastic strain). */
+static inline void StepGradient(int d, const double *Fe, double dt, double *G)
+{
+  for (int k = 0; k < d * d; k++) G[k] = (Fe[k] - (k % (d + 1) == 0 ? 1.0 : 0.0)) / dt;
+}
+
 /* The grains turn with the flow (D24): one step of the normals' moment
- * under the particle's velocity gradient, (F_E - I) / dt right after G2P
- * (F_E is I before it: the model has no elastic strain). */
+ * under the particle's velocity gradient of the step. */
 static void GrainsTurn(Nonsmooth *ns, MPMSim sim, double dt, const double *Fe)
 {
   MPMSpecies    *sp = sim->species[0];
@@ -978,14 +984,14 @@ static void GrainsTurn(Nonsmooth *ns, MPMSim sim, double dt, const double *Fe)
     const MPMGrainShape *g = &sp->mat[mat[q]]->grains;
     double               G[9];
     if (g->alpha == 0) continue; /* its orientation plays no part */
-    for (int k = 0; k < d * d; k++) G[k] = (Fe[q * d * d + k] - (k % (d + 1) == 0 ? 1.0 : 0.0)) / dt;
+    StepGradient(d, Fe + q * d * d, dt, G);
     mpm_grain_orientation_step(d, g->ell, G, dt, nu2 + q * d * d);
   }
 }
 
 /* mu(I) (D s. 6.3: "in an explicit fashion"): each particle's friction
  * for the next step from this step's inertial number, its velocity
- * gradient (F_E - I) / dt right after G2P and the grains' pressure p =
+ * gradient of the step and the grains' pressure p =
  * Tr chi(lambda) / d of its node's stress, with the grains' density
  * rho / phi_max (regions seed at phi_max). */
 static void FrictionOfInertia(Nonsmooth *ns, MPMSim sim, double dt, const double *Fe)
@@ -1001,7 +1007,7 @@ static void FrictionOfInertia(Nonsmooth *ns, MPMSim sim, double dt, const double
     const MPMMaterial m = sp->mat[mat[q]];
     double            G[9], T[9], pr = 0;
     if (!(m->mui.mu2_hat > 0)) continue; /* constant friction */
-    for (int k = 0; k < d * d; k++) G[k] = (Fe[q * d * d + k] - (k % (d + 1) == 0 ? 1.0 : 0.0)) / dt;
+    StepGradient(d, Fe + q * d * d, dt, G);
     mpm_chi(d, lam + q * n, T);
     for (int a = 0; a < d; a++) pr += T[a * (d + 1)] / d;
     mu[q] = mpm_mu_of_i(m->mu_hat, m->mui.mu2_hat, m->mui.I0, mpm_inertial_number(d, m->mui.diameter, m->density / ns->phi_max, G, pr));

@@ -28,12 +28,12 @@ double mpm_mu_of_i(double mu_s, double mu_2, double i0, double inum) { return is
 double mpm_inertial_number(int dim, double diameter, double rho, const double *G, double p)
 {
   double D[9], tr = 0, dd = 0;
+  if (!(p > 0)) return INFINITY;
   for (int a = 0; a < dim; a++)
     for (int b = 0; b < dim; b++) D[a * dim + b] = 0.5 * (G[a * dim + b] + G[b * dim + a]);
   for (int a = 0; a < dim; a++) tr += D[a * dim + a];
   for (int a = 0; a < dim; a++) D[a * dim + a] -= tr / dim;
   for (int k = 0; k < dim * dim; k++) dd += D[k] * D[k];
-  if (!(p > 0)) return INFINITY;
   return diameter * sqrt(2.0 * dd) / sqrt(p / rho);
 }
 

@@ -136,6 +136,12 @@ static PetscErrorCode DPCheckHardening(MPMMaterial m, const MPMDruckerPragerPara
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* sqrt(J2) / p on the cone ||dev tau||_F + alpha tr tau <= 0: ||dev tau||_F
+ * = sqrt(2 J2) and tr tau = -d p give alpha d / sqrt(2) (2D plane strain:
+ * sin phi, 3D compression: 2 sqrt(3) sin phi / (3 - sin phi), Daviet's
+ * circumscribed); the nonsmooth integrator's mu_hat. */
+static double ConeMu(int dim, double alpha) { return alpha * dim / sqrt(2.0); }
+
 /* The mu(I) rheology (D s. 6.3), read by -integrator nonsmooth; the others
  * refuse it (run.c).  The dynamic angle goes through the same cone as the
  * static one. */
@@ -158,7 +164,7 @@ static PetscErrorCode DPMuIOptions(MPMMaterial m, const MPMDruckerPragerParams *
   PetscCheck(phi2 * PETSC_PI / 180 >= p->h0 && phi2 < (p->cone == MPM_CONE_REPOSE ? 45 : 90), PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT,
              "-%s_friction_angle_dynamic must be in [-%s_friction_angle, %d) deg = [%g, %d), got %g", m->name, m->name, p->cone == MPM_CONE_REPOSE ? 45 : 90, p->h0 * 180 / PETSC_PI,
              p->cone == MPM_CONE_REPOSE ? 45 : 90, phi2);
-  u->mu2_hat = mpm_dp_alpha(p->dim, (MPMConeMatch)p->cone, phi2 * PETSC_PI / 180) * (double)m->dim / sqrt(2.0);
+  u->mu2_hat = ConeMu(p->dim, mpm_dp_alpha(p->dim, (MPMConeMatch)p->cone, phi2 * PETSC_PI / 180));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -247,10 +253,7 @@ PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial m, PetscOptionItems *
   PetscCheck(ctx->wet_cohesion == 0 || p->h0 - p->h3 > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT,
              "-%s_wet_cohesion > 0 needs a friction angle > 0 (the Drucker-Prager apex sits at c cot(phi))", m->name);
   mpm_dp_setup(p);
-  /* |dev tau|_F + alpha tr tau <= 0 with |dev tau|_F = sqrt(2 J2) and tr tau
-   * = -d p: sqrt(J2) <= alpha d / sqrt(2) p (2D plane strain: sin phi, 3D
-   * compression: 2 sqrt(3) sin phi / (3 - sin phi), Daviet's circumscribed) */
-  m->mu_hat = p->alpha0 * (double)m->dim / sqrt(2.0);
+  m->mu_hat = ConeMu(p->dim, p->alpha0);
   if (p->cohesion != 0 || p->hardening || ctx->wet_cohesion > 0) m->mu_hat = -1; /* beyond the nonsmooth integrator's law */
   PetscCall(DPMuIOptions(m, p, PetscOptionsObject));
   ctx->volume_correction = PETSC_FALSE;
