@@ -187,6 +187,34 @@ MPMContact MPMCollidersVelocity(MPMColliders c, PetscInt species, const double *
   return CollideNode(c, species, x, m, dt, v, NULL, owned && c->ndynamic > 0 ? PETSC_TRUE : PETSC_FALSE);
 }
 
+/* MPMCollidersVelocity with the objects' geometry at the node given
+ * (MPMCollidersGeometry): the same collisions in the same order, for
+ * objects that do not move while it is used and carry no trial impulse. */
+PetscInt MPMCollidersGeometrySize(MPMColliders c) { return c->nobj * (1 + 2 * c->dim); }
+
+void MPMCollidersGeometry(MPMColliders c, PetscInt species, const double *x, double *geo)
+{
+  for (PetscInt o = 0; o < c->nobj; o++) {
+    const MPMCollider *obj = &c->obj[o];
+    double            *g   = geo + o * (1 + 2 * c->dim);
+    if (obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
+    g[0] = MPMPlacedShapeEval(&obj->ps, c->dim, x, g + 1, g + 1 + c->dim);
+  }
+}
+
+MPMContact MPMCollidersVelocityAt(MPMColliders c, PetscInt species, const double *geo, double dt, double *v)
+{
+  MPMContact contact = MPM_CONTACT_NONE;
+  for (PetscInt o = 0; o < c->nobj; o++) {
+    const MPMCollider *obj = &c->obj[o];
+    const double      *g   = geo + o * (1 + 2 * c->dim);
+    if (obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
+    const MPMContact acted = mpm_collide_node((int)c->dim, obj->mode, obj->friction, g[0], g + 1, g + 1 + c->dim, dt, c->tol, v);
+    if (acted > contact) contact = acted;
+  }
+  return contact;
+}
+
 /* Whether an object acting on the species is within `reach` of x (phi <= reach). */
 PetscBool MPMCollidersNear(MPMColliders c, PetscInt species, const double *x, double reach)
 {

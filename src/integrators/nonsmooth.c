@@ -57,6 +57,17 @@ typedef struct {
   MPMResample     rs;
   int64_t         split;                /* this rank's splits in the step, booked after migration */
   MPMStepStats    st;
+  /* the Gauss-Seidel's colours (ColourSetUp): a colour costs its own nodes
+     and the slab faces, not a pass over the grid */
+  PetscInt       *col_off, *col_node, cap_col; /* active owned stress nodes by colour (offsets, 3^d + 1) */
+  PetscInt        builds;                       /* du's layout the rest was made on (0: none) */
+  MPMGhostLayers  gl;                           /* du's ghost layers */
+  Vec             incl, fg;                     /* a colour's du increments on the local box (0 between colours); the neighbours' ghost sums */
+  PetscInt       *ghost, nghost;                /* local indices of the ghost nodes */
+  PetscInt       *recv, nrecv;                  /* owned nodes that are ghosts elsewhere (owned index) */
+  PetscInt       *geo_at, cap_geo_at;           /* per local node: its walls' geometry in geo, or -1 (no wall, or dynamic bodies) */
+  double         *geo;
+  PetscInt        cap_geo;
 } Nonsmooth;
 
 enum { NS_STAT_ITS, NS_STAT_RESIDUAL, NS_STAT_FAILSAFE, NS_STAT_NODES, NS_NSTAT };
@@ -465,11 +476,40 @@ static PetscErrorCode NodeProblems(Nonsmooth *ns, MPMSim sim, double dt, PetscBo
  * Applying the friction only after the solve let the grains on a floor
  * slide over the held bottom layer (a confined layer under a 15 degree tilt
  * crept at 0.8 mm/s). */
+static void WallVelocity(Nonsmooth *ns, MPMSim sim, PetscInt li, const double *nodes, const double *du, double *vel)
+{
+  const MPMGridBox *bx = &ns->node->box;
+  const MPMLayout  *l  = &sim->layout;
+  const int         d = (int)sim->dim, ndof = (int)ns->node->dof;
+  const PetscInt    gi[3] = {bx->gs[0] + li % bx->gn[0], bx->gs[1] + (li / bx->gn[0]) % bx->gn[1], bx->gs[2] + li / (bx->gn[0] * bx->gn[1])};
+  const double     *nd = nodes + ndof * li;
+  double           *v  = vel + d * li, x[3];
+  PetscBool         owned = PETSC_TRUE;
+
+  for (int c = 0; c < d; c++) v[c] = nd[0] > 0 ? nd[1 + c] + du[d * li + c] : 0.0;
+  if (nd[0] <= 0 || nd[ndof - 1] == 0) return;
+  for (int c = 0; c < d; c++) {
+    x[c] = bx->origin[c] + bx->h * gi[c];
+    if (gi[c] < l->xs[c] || gi[c] >= l->xs[c] + l->xm[c]) owned = PETSC_FALSE;
+  }
+  (void)MPMCollidersVelocity(sim->colliders, 0, x, ns->dt / nd[0], ns->dt, owned, v);
+}
+
+/* The same with the walls' geometry of ColourSetUp (no dynamic bodies) */
+static inline void WallVelocityAt(Nonsmooth *ns, MPMSim sim, PetscInt li, const double *nodes, const double *du, double *vel)
+{
+  const int     d = (int)sim->dim, ndof = (int)ns->node->dof;
+  const double *nd = nodes + ndof * li;
+  double       *v  = vel + d * li;
+
+  for (int c = 0; c < d; c++) v[c] = nd[0] > 0 ? nd[1 + c] + du[d * li + c] : 0.0;
+  if (ns->geo_at[li] >= 0) (void)MPMCollidersVelocityAt(sim->colliders, 0, ns->geo + ns->geo_at[li], ns->dt, v);
+}
+
 static PetscErrorCode WallVelocities(Nonsmooth *ns, MPMSim sim, Vec vell)
 {
   const MPMGridBox  *bx = &ns->node->box;
-  const MPMLayout   *l  = &sim->layout;
-  const int          d = (int)sim->dim, ndof = (int)ns->node->dof;
+  const PetscInt     nloc = (PetscInt)bx->gn[0] * bx->gn[1] * bx->gn[2];
   const PetscScalar *nodes, *du;
   PetscScalar       *vel;
 
@@ -477,21 +517,7 @@ static PetscErrorCode WallVelocities(Nonsmooth *ns, MPMSim sim, Vec vell)
   PetscCall(VecGetArrayRead(ns->node->local, &nodes));
   PetscCall(VecGetArrayRead(ns->du->local, &du));
   PetscCall(VecGetArray(vell, &vel));
-  for (PetscInt k = 0; k < bx->gn[2]; k++)
-    for (PetscInt j = 0; j < bx->gn[1]; j++)
-      for (PetscInt i = 0; i < bx->gn[0]; i++) {
-        const PetscInt li = (k * bx->gn[1] + j) * bx->gn[0] + i, gi[3] = {bx->gs[0] + i, bx->gs[1] + j, bx->gs[2] + k};
-        const double  *nd = nodes + ndof * li;
-        double        *v  = vel + d * li, x[3];
-        for (int c = 0; c < d; c++) v[c] = nd[0] > 0 ? nd[1 + c] + du[d * li + c] : 0.0;
-        if (nd[0] <= 0 || nd[ndof - 1] == 0) continue;
-        PetscBool owned = PETSC_TRUE;
-        for (int c = 0; c < d; c++) {
-          x[c] = bx->origin[c] + bx->h * gi[c];
-          if (gi[c] < l->xs[c] || gi[c] >= l->xs[c] + l->xm[c]) owned = PETSC_FALSE;
-        }
-        (void)MPMCollidersVelocity(sim->colliders, 0, x, ns->dt / nd[0], ns->dt, owned, v);
-      }
+  for (PetscInt li = 0; li < nloc; li++) WallVelocity(ns, sim, li, nodes, du, vel);
   PetscCall(VecRestoreArray(vell, &vel));
   PetscCall(VecRestoreArrayRead(ns->du->local, &du));
   PetscCall(VecRestoreArrayRead(ns->node->local, &nodes));
@@ -542,55 +568,38 @@ static void SpreadStress(const Nonsmooth *ns, int d, const PetscInt *i, const do
   }
 }
 
-/* One colour: every owned node of it solves its problem; the changes of
- * lambda go to the velocity nodes as dt/m chi(dlambda) G_ji (on the
- * owners, then back to the ghosts).  Colour -1: no solve, every node's
- * lambda as it stands is spread (the warm start, onto du = 0).  With vell
- * (Gauss-Seidel), the velocities through the walls are then refreshed. */
-static PetscErrorCode SweepColour(Nonsmooth *ns, MPMSim sim, int colour, Vec vell, Vec incr, PetscInt *failsafe)
+/* Every active node's lambda as it stands spread onto the velocity
+ * nodes, dt/m chi(lambda) G_ji, summed on the owners and sent back to the
+ * ghosts (whole-field exchanges: once per solve for the Gauss-Seidel's
+ * warm start, onto du = 0; once per APGD step).  With vell, the velocities
+ * through the walls are then refreshed. */
+static PetscErrorCode SpreadAll(Nonsmooth *ns, MPMSim sim, Vec vell, Vec incr)
 {
   const MPMLayout   *l = &sim->layout;
   const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof;
   const PetscInt     nown = l->xm[0] * l->xm[1] * l->xm[2];
-  const PetscScalar *F, *nodes, *vel = NULL;
+  const PetscScalar *F, *nodes;
   PetscScalar       *inc;
+  Vec                incl;
 
   PetscFunctionBeginUser;
   PetscCall(VecGetArrayRead(ns->forms->global, &F));
   PetscCall(VecGetArrayRead(ns->node->local, &nodes));
-  if (vell) PetscCall(VecGetArrayRead(vell, &vel));
-  {
-    Vec incl;
-    PetscCall(DMGetLocalVector(ns->du->da, &incl));
-    PetscCall(VecZeroEntries(incl));
-    PetscCall(VecGetArray(incl, &inc));
-    for (PetscInt o = 0; o < nown; o++) {
-      const double *Fo = F + fdof * o;
-      PetscInt      i[3];
-      double        bl[MPM_SYM_MAX], r[MPM_SYM_MAX], dl[MPM_SYM_MAX];
-      int           its;
-      OwnedIndex(l, o, i);
-      if (Fo[0] <= 0) continue;
-      if (colour < 0) {
-        Physical(ns, o, ns->lambda + n * o, dl);
-        SpreadStress(ns, d, i, Fo, nodes, dl, inc);
-        continue;
-      }
-      if ((int)(i[0] % 3 + 3 * (i[1] % 3) + 9 * (i[2] % 3)) != colour) continue;
-      NodeRhs(ns, d, o, i, Fo, vel, bl);
-      if (mpm_dcfp_local(n, ns->W + n * n * o, bl, ns->mu[o], 1e-12, (int)ns->max_newton, r, &its) == MPM_DCFP_FAILSAFE) (*failsafe)++;
-      for (int s = 0; s < n; s++) {
-        bl[s]                 = r[s] - ns->lambda[n * o + s];
-        ns->lambda[n * o + s] = r[s];
-      }
-      Physical(ns, o, bl, dl);
-      SpreadStress(ns, d, i, Fo, nodes, dl, inc);
-    }
-    PetscCall(VecRestoreArray(incl, &inc));
-    if (vell) PetscCall(VecRestoreArrayRead(vell, &vel));
-    PetscCall(MPMGhostScatterAddVec(ns->du, incl, incr));
-    PetscCall(DMRestoreLocalVector(ns->du->da, &incl));
+  PetscCall(DMGetLocalVector(ns->du->da, &incl));
+  PetscCall(VecZeroEntries(incl));
+  PetscCall(VecGetArray(incl, &inc));
+  for (PetscInt o = 0; o < nown; o++) {
+    const double *Fo = F + fdof * o;
+    PetscInt      i[3];
+    double        dl[MPM_SYM_MAX];
+    if (Fo[0] <= 0) continue;
+    OwnedIndex(l, o, i);
+    Physical(ns, o, ns->lambda + n * o, dl);
+    SpreadStress(ns, d, i, Fo, nodes, dl, inc);
   }
+  PetscCall(VecRestoreArray(incl, &inc));
+  PetscCall(MPMGhostScatterAddVec(ns->du, incl, incr));
+  PetscCall(DMRestoreLocalVector(ns->du->da, &incl));
   PetscCall(VecRestoreArrayRead(ns->node->local, &nodes));
   PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
   PetscCall(VecAXPY(ns->du->global, 1.0, incr));
@@ -602,25 +611,238 @@ static PetscErrorCode SweepColour(Nonsmooth *ns, MPMSim sim, int colour, Vec vel
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The largest per-node natural-map residual, over rho g L */
+/* The exchange work of du's layout, rebuilt when the slabs move: the
+ * ghost layers, two zeroed work vectors, the ghost nodes and the owned
+ * nodes other ranks see as ghosts. */
+static PetscErrorCode ColourLayout(Nonsmooth *ns, MPMSim sim)
+{
+  const MPMLayout  *l = &sim->layout;
+  const MPMGridBox *bx = &ns->du->box;
+  const PetscInt    d = sim->dim, nloc = (PetscInt)bx->gn[0] * bx->gn[1] * bx->gn[2];
+
+  PetscFunctionBeginUser;
+  if (ns->builds == ns->du->builds) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(MPMGhostLayersDestroy(&ns->gl));
+  PetscCall(VecDestroy(&ns->incl));
+  PetscCall(VecDestroy(&ns->fg));
+  PetscCall(PetscFree2(ns->ghost, ns->recv));
+  PetscCall(MPMGhostLayersCreate(ns->du, &ns->gl));
+  PetscCall(VecDuplicate(ns->du->local, &ns->incl));
+  PetscCall(VecDuplicate(ns->du->global, &ns->fg));
+  PetscCall(VecZeroEntries(ns->incl));
+  PetscCall(VecZeroEntries(ns->fg));
+  PetscCall(PetscMalloc2(nloc, &ns->ghost, ns->gl.nrecv / d + 1, &ns->recv));
+  ns->nghost = ns->nrecv = 0;
+  for (PetscInt li = 0; li < nloc; li++) {
+    const PetscInt gi[3] = {bx->gs[0] + li % bx->gn[0], bx->gs[1] + (li / bx->gn[0]) % bx->gn[1], bx->gs[2] + li / (bx->gn[0] * bx->gn[1])};
+    PetscBool      owned = PETSC_TRUE;
+    for (PetscInt c = 0; c < 3; c++) owned = owned && gi[c] >= l->xs[c] && gi[c] < l->xs[c] + l->xm[c];
+    if (!owned) ns->ghost[ns->nghost++] = li;
+  }
+  for (PetscInt k = 0; k < ns->gl.nrecv; k++) /* a ghost node's d entries are consecutive */
+    if (ns->gl.recv[k] % d == 0) ns->recv[ns->nrecv++] = ns->gl.recv[k] / d;
+  ns->builds = ns->du->builds;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Each local node with mass near a wall or object: the objects' geometry
+ * there, for the colours' collisions (they do not move during the solve;
+ * dynamic bodies do, and are collided with MPMCollidersVelocity). */
+static PetscErrorCode WallGeometry(Nonsmooth *ns, MPMSim sim)
+{
+  const MPMGridBox  *bx = &ns->node->box;
+  const int          d = (int)sim->dim, ndof = (int)ns->node->dof;
+  const PetscInt     nloc = (PetscInt)bx->gn[0] * bx->gn[1] * bx->gn[2], G = MPMCollidersGeometrySize(sim->colliders);
+  const PetscScalar *nodes;
+  PetscInt           nw = 0;
+
+  PetscFunctionBeginUser;
+  if (sim->colliders->ndynamic > 0) PetscFunctionReturn(PETSC_SUCCESS);
+  if (nloc > ns->cap_geo_at) {
+    PetscCall(PetscFree(ns->geo_at));
+    ns->cap_geo_at = nloc;
+    PetscCall(PetscMalloc1(nloc, &ns->geo_at));
+  }
+  PetscCall(VecGetArrayRead(ns->node->local, &nodes));
+  for (PetscInt li = 0; li < nloc; li++) {
+    const double *nd = nodes + ndof * li;
+    ns->geo_at[li]   = nd[0] > 0 && nd[ndof - 1] != 0 ? G * nw++ : -1;
+  }
+  if (nw * G > ns->cap_geo) {
+    PetscCall(PetscFree(ns->geo));
+    ns->cap_geo = PetscMax(nw * G, (PetscInt)(1.25 * ns->cap_geo));
+    PetscCall(PetscMalloc1(ns->cap_geo, &ns->geo));
+  }
+  for (PetscInt li = 0; li < nloc; li++) {
+    const PetscInt gi[3] = {bx->gs[0] + li % bx->gn[0], bx->gs[1] + (li / bx->gn[0]) % bx->gn[1], bx->gs[2] + li / (bx->gn[0] * bx->gn[1])};
+    double         x[3];
+    if (ns->geo_at[li] < 0) continue;
+    for (int c = 0; c < d; c++) x[c] = bx->origin[c] + bx->h * gi[c];
+    MPMCollidersGeometry(sim->colliders, 0, x, ns->geo + ns->geo_at[li]);
+  }
+  PetscCall(VecRestoreArrayRead(ns->node->local, &nodes));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The active stress nodes of each colour, in increasing owned index (the
+ * order of a pass over the grid), once per solve. */
+static PetscErrorCode ColourSetUp(Nonsmooth *ns, MPMSim sim)
+{
+  const MPMLayout   *l    = &sim->layout;
+  const int          ncol = sim->dim == 3 ? 27 : 9, fdof = (int)ns->forms->dof;
+  const PetscInt     nown = l->xm[0] * l->xm[1] * l->xm[2];
+  const PetscScalar *F;
+  PetscInt           cnt[28] = {0};
+
+  PetscFunctionBeginUser;
+  PetscCall(ColourLayout(ns, sim));
+  if (!ns->col_off) PetscCall(PetscMalloc1(28, &ns->col_off));
+  if (nown > ns->cap_col) {
+    PetscCall(PetscFree(ns->col_node));
+    ns->cap_col = nown;
+    PetscCall(PetscMalloc1(nown, &ns->col_node));
+  }
+  PetscCall(VecGetArrayRead(ns->forms->global, &F));
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 1) {
+      ns->col_off[0] = 0;
+      for (int c = 0; c < ncol; c++) ns->col_off[c + 1] = ns->col_off[c] + cnt[c];
+      for (int c = 0; c < ncol; c++) cnt[c] = ns->col_off[c];
+    }
+    for (PetscInt o = 0; o < nown; o++) {
+      PetscInt i[3];
+      if (F[fdof * o] <= 0) continue;
+      OwnedIndex(l, o, i);
+      const int c = (int)(i[0] % 3 + 3 * (i[1] % 3) + 9 * (i[2] % 3));
+      if (pass == 0) cnt[c]++;
+      else ns->col_node[cnt[c]++] = o;
+    }
+  }
+  PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
+  PetscCall(WallGeometry(ns, sim));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* One Gauss-Seidel colour (the lists of ColourSetUp): every active node
+ * of it solves its problem and spreads its change of lambda, dt/m
+ * chi(dlambda) G_ji, touching only the velocity nodes of the
+ * colour's stencils and the slab faces.  The increments are summed on the
+ * owners as own part + the neighbours' ghost parts (MPMGhostLayers), the
+ * order of the full exchange, so the iterates are the same to the bit. */
+static PetscErrorCode SweepColour(Nonsmooth *ns, MPMSim sim, int colour, Vec vell, PetscInt *failsafe)
+{
+  const MPMLayout   *l  = &sim->layout;
+  const MPMGridBox  *bx = &ns->node->box;
+  const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof;
+  const PetscInt     c0 = ns->col_off[colour], c1 = ns->col_off[colour + 1];
+  const PetscScalar *F, *nodes, *fg;
+  PetscScalar       *inc, *vel, *dug, *dul;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecGetArrayRead(ns->forms->global, &F));
+  PetscCall(VecGetArrayRead(ns->node->local, &nodes));
+  PetscCall(VecGetArray(vell, &vel));
+  PetscCall(VecGetArray(ns->incl, &inc));
+  for (PetscInt k = c0; k < c1; k++) {
+    const PetscInt o = ns->col_node[k];
+    const double  *Fo = F + fdof * o;
+    PetscInt       i[3];
+    double         bl[MPM_SYM_MAX], r[MPM_SYM_MAX], dl[MPM_SYM_MAX];
+    int            its;
+    OwnedIndex(l, o, i);
+    NodeRhs(ns, d, o, i, Fo, vel, bl);
+    if (mpm_dcfp_local(n, ns->W + n * n * o, bl, ns->mu[o], 1e-12, (int)ns->max_newton, r, &its) == MPM_DCFP_FAILSAFE) (*failsafe)++;
+    for (int s = 0; s < n; s++) {
+      bl[s]                 = r[s] - ns->lambda[n * o + s];
+      ns->lambda[n * o + s] = r[s];
+    }
+    Physical(ns, o, bl, dl);
+    SpreadStress(ns, d, i, Fo, nodes, dl, inc);
+  }
+  PetscCall(VecRestoreArray(ns->incl, &inc));
+  PetscCall(MPMGhostLayersScatterAdd(&ns->gl, ns->incl, ns->fg));
+  PetscCall(VecGetArray(ns->incl, &inc));
+  PetscCall(VecGetArrayRead(ns->fg, &fg));
+  PetscCall(VecGetArray(ns->du->global, &dug));
+  PetscCall(VecGetArray(ns->du->local, &dul));
+  for (PetscInt k = 0; k < ns->nrecv; k++) { /* own part + the neighbours' */
+    PetscInt i[3];
+    OwnedIndex(l, ns->recv[k], i);
+    const PetscInt li = LocalIndex(bx, i);
+    for (int a = 0; a < d; a++) inc[d * li + a] += fg[d * ns->recv[k] + a];
+  }
+  /* du += the increment on the owned nodes that have one (the stencils' and
+     the faces'), which then hold 0 again; the stencils' ghosts too */
+  for (PetscInt k = c0; k < c1; k++) {
+    PetscInt i[3];
+    OwnedIndex(l, ns->col_node[k], i);
+    for (int s = 0; s < ns->nb; s++) {
+      const PetscInt li = NeighbourIndex(bx, d, i, s), t[3] = {i[0] + s % 3 - 1, i[1] + (s / 3) % 3 - 1, d == 3 ? i[2] + s / 9 - 1 : 0};
+      PetscBool      owned = PETSC_TRUE;
+      for (int c = 0; c < d; c++) owned = owned && t[c] >= l->xs[c] && t[c] < l->xs[c] + l->xm[c];
+      if (owned) {
+        const PetscInt o = ((t[2] - l->xs[2]) * l->xm[1] + (t[1] - l->xs[1])) * l->xm[0] + (t[0] - l->xs[0]);
+        for (int a = 0; a < d; a++) dul[d * li + a] = dug[d * o + a] += inc[d * li + a];
+      }
+      for (int a = 0; a < d; a++) inc[d * li + a] = 0;
+    }
+  }
+  for (PetscInt k = 0; k < ns->nrecv; k++) { /* the faces' nodes no stencil of this rank touched */
+    PetscInt i[3];
+    OwnedIndex(l, ns->recv[k], i);
+    const PetscInt li = LocalIndex(bx, i);
+    for (int a = 0; a < d; a++) {
+      dul[d * li + a] = dug[d * ns->recv[k] + a] += inc[d * li + a];
+      inc[d * li + a] = 0;
+    }
+  }
+  PetscCall(VecRestoreArray(ns->du->local, &dul));
+  PetscCall(VecRestoreArray(ns->du->global, &dug));
+  PetscCall(VecRestoreArrayRead(ns->fg, &fg));
+  PetscCall(VecRestoreArray(ns->incl, &inc));
+  PetscCall(MPMGhostLayersGather(&ns->gl, ns->du->global, ns->du->local));
+  if (sim->colliders->ndynamic > 0) PetscCall(WallVelocities(ns, sim, vell)); /* every wall node: the bodies' trial impulses sum over all */
+  else {
+    const PetscScalar *du;
+    PetscCall(VecGetArrayRead(ns->du->local, &du));
+    for (PetscInt k = c0; k < c1; k++) {
+      PetscInt i[3];
+      OwnedIndex(l, ns->col_node[k], i);
+      for (int s = 0; s < ns->nb; s++) WallVelocityAt(ns, sim, NeighbourIndex(bx, d, i, s), nodes, du, vel);
+    }
+    for (PetscInt k = 0; k < ns->nrecv; k++) {
+      PetscInt i[3];
+      OwnedIndex(l, ns->recv[k], i);
+      WallVelocityAt(ns, sim, LocalIndex(bx, i), nodes, du, vel);
+    }
+    for (PetscInt k = 0; k < ns->nghost; k++) WallVelocityAt(ns, sim, ns->ghost[k], nodes, du, vel);
+    PetscCall(VecRestoreArrayRead(ns->du->local, &du));
+  }
+  PetscCall(VecRestoreArray(vell, &vel));
+  PetscCall(VecRestoreArrayRead(ns->node->local, &nodes));
+  PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
+  PetscCall(MPMCollidersBodiesRelax(sim->colliders, sim->comm));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The largest per-node natural-map residual, over rho g L (the active
+ * nodes of ColourSetUp's lists) */
 static PetscErrorCode Residual(Nonsmooth *ns, MPMSim sim, Vec vell, double *res)
 {
   const MPMLayout   *l = &sim->layout;
-  const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof;
-  const PetscInt     nown = l->xm[0] * l->xm[1] * l->xm[2];
+  const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof, ncol = d == 3 ? 27 : 9;
   const PetscScalar *F, *vel;
 
   PetscFunctionBeginUser;
   *res = 0;
   PetscCall(VecGetArrayRead(ns->forms->global, &F));
   PetscCall(VecGetArrayRead(vell, &vel));
-  for (PetscInt o = 0; o < nown; o++) {
-    const double *Fo = F + fdof * o;
-    PetscInt      i[3];
-    double        bl[MPM_SYM_MAX];
-    if (Fo[0] <= 0) continue;
+  for (PetscInt k = 0; k < ns->col_off[ncol]; k++) {
+    const PetscInt o = ns->col_node[k];
+    PetscInt       i[3];
+    double         bl[MPM_SYM_MAX];
     OwnedIndex(l, o, i);
-    NodeRhs(ns, d, o, i, Fo, vel, bl);
+    NodeRhs(ns, d, o, i, F + fdof * o, vel, bl);
     *res = PetscMax(*res, mpm_dcfp_residual(n, ns->W + n * n * o, bl, ns->mu[o], ns->lambda + n * o));
   }
   PetscCall(VecRestoreArrayRead(vell, &vel));
@@ -639,13 +861,12 @@ static PetscErrorCode ApplyDelassus(Nonsmooth *ns, MPMSim sim, double *l, PetscB
   const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof;
   const PetscInt     nown = ly->xm[0] * ly->xm[1] * ly->xm[2];
   double            *keep = ns->lambda;
-  PetscInt           unused = 0;
   const PetscScalar *F, *nodes, *du;
 
   PetscFunctionBeginUser;
   PetscCall(VecZeroEntries(ns->du->global));
   ns->lambda = l;
-  PetscCall(SweepColour(ns, sim, -1, NULL, incr, &unused));
+  PetscCall(SpreadAll(ns, sim, NULL, incr));
   ns->lambda = keep;
   PetscCall(VecGetArrayRead(ns->forms->global, &F));
   PetscCall(VecGetArrayRead(ns->node->local, &nodes));
@@ -822,10 +1043,11 @@ static PetscErrorCode SolveDCFP(Nonsmooth *ns, MPMSim sim, PetscInt *its, double
     else {
       Vec vel;
       PetscCall(DMGetLocalVector(ns->du->da, &vel));
-      PetscCall(SweepColour(ns, sim, -1, vel, incr, failsafe)); /* the warm start's velocity change, from du = 0 */
+      PetscCall(SpreadAll(ns, sim, vel, incr)); /* the warm start's velocity change, from du = 0 */
+      PetscCall(ColourSetUp(ns, sim));
       PetscCall(Residual(ns, sim, vel, res));
       for (*its = 0; *its < ns->max_it && *res > ns->tol; (*its)++) {
-        for (int c = 0; c < ncol; c++) PetscCall(SweepColour(ns, sim, c, vel, incr, failsafe));
+        for (int c = 0; c < ncol; c++) PetscCall(SweepColour(ns, sim, c, vel, failsafe));
         PetscCall(Residual(ns, sim, vel, res));
       }
       PetscCall(DMRestoreLocalVector(ns->du->da, &vel));
@@ -1137,6 +1359,14 @@ static PetscErrorCode NonsmoothDestroy(MPMIntegrator integ)
   if (!ns) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(PetscFree5(ns->W, ns->b, ns->k, ns->mu, ns->lambda));
   PetscCall(PetscFree(ns->Ninv));
+  PetscCall(PetscFree(ns->col_off));
+  PetscCall(PetscFree(ns->col_node));
+  PetscCall(PetscFree(ns->geo_at));
+  PetscCall(PetscFree(ns->geo));
+  PetscCall(PetscFree2(ns->ghost, ns->recv));
+  PetscCall(MPMGhostLayersDestroy(&ns->gl));
+  PetscCall(VecDestroy(&ns->incl));
+  PetscCall(VecDestroy(&ns->fg));
   PetscCall(PetscFree(integ->data));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
