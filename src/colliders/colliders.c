@@ -142,15 +142,18 @@ void MPMCollidersAtTime(MPMColliders c, double t)
  * when impulse is given, each object's impulse (the node's momentum change
  * reversed, -m dv) and its moment about the object's centre are added to
  * it.  Returns the strongest MPMContact (held by friction wins). */
-static MPMContact CollideNode(MPMColliders c, PetscInt species, const double *x, double m, double dt, double *v, double *impulse, PetscBool trial)
+/* geo (or NULL): the geometry MPMCollidersGeometry kept at x, used for
+ * every object but the dynamic bodies, which move during a solve */
+static MPMContact CollideNode(MPMColliders c, PetscInt species, const double *x, double m, double dt, double *v, double *impulse, PetscBool trial, const double *geo)
 {
   const PetscInt d       = c->dim;
   MPMContact     contact = MPM_CONTACT_NONE;
   for (PetscInt o = 0; o < c->nobj; o++) {
     const MPMCollider *obj = &c->obj[o];
-    double             n[3], vb[3], before[3], J[3] = {0, 0, 0}, r[3] = {0, 0, 0};
+    double             nl[3], vbl[3], before[3], J[3] = {0, 0, 0}, r[3] = {0, 0, 0};
+    const double      *g = geo && !obj->dynamic ? geo + o * (1 + 2 * d) : NULL, *n = g ? g + 1 : nl, *vb = g ? g + 1 + d : vbl;
     if (obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
-    const double phi = MPMPlacedShapeEval(&obj->ps, d, x, n, vb);
+    const double phi = g ? g[0] : MPMPlacedShapeEval(&obj->ps, d, x, nl, vbl);
     for (PetscInt a = 0; a < d; a++) before[a] = v[a];
     const MPMContact acted = mpm_collide_node((int)d, obj->mode, obj->friction, phi, n, vb, dt, c->tol, v);
     if (acted == MPM_CONTACT_NONE) continue;
@@ -177,19 +180,20 @@ static MPMContact CollideNode(MPMColliders c, PetscInt species, const double *x,
 /* Collide one grid node of species `species` (position x, mass m, velocity
  * v after forces) with every object that acts on that species in turn, and
  * book the impulse each object took. */
-MPMContact MPMCollidersApply(MPMColliders c, PetscInt species, const double *x, double m, double dt, double *v) { return CollideNode(c, species, x, m, dt, v, c->impulse, PETSC_FALSE); }
+MPMContact MPMCollidersApply(MPMColliders c, PetscInt species, const double *x, double m, double dt, double *v) { return CollideNode(c, species, x, m, dt, v, c->impulse, PETSC_FALSE, NULL); }
 
 /* The same collision, friction included, at a trial state of a solve (the
  * nonsmooth Gauss-Seidel's walls): nothing goes to the report; at owned
  * nodes, the impulses on dynamic bodies go to c->trial for their update. */
 MPMContact MPMCollidersVelocity(MPMColliders c, PetscInt species, const double *x, double m, double dt, PetscBool owned, double *v)
 {
-  return CollideNode(c, species, x, m, dt, v, NULL, owned && c->ndynamic > 0 ? PETSC_TRUE : PETSC_FALSE);
+  return CollideNode(c, species, x, m, dt, v, NULL, owned && c->ndynamic > 0 ? PETSC_TRUE : PETSC_FALSE, NULL);
 }
 
-/* MPMCollidersVelocity with the objects' geometry at the node given
- * (MPMCollidersGeometry): the same collisions in the same order, for
- * objects that do not move while it is used and carry no trial impulse. */
+/* MPMCollidersVelocity with the objects' geometry at the node kept
+ * (MPMCollidersGeometry) while they stand still: the same collisions in
+ * the same order; dynamic bodies, which move between a solve's colours,
+ * are evaluated at x as they stand. */
 PetscInt MPMCollidersGeometrySize(MPMColliders c) { return c->nobj * (1 + 2 * c->dim); }
 
 void MPMCollidersGeometry(MPMColliders c, PetscInt species, const double *x, double *geo)
@@ -197,22 +201,26 @@ void MPMCollidersGeometry(MPMColliders c, PetscInt species, const double *x, dou
   for (PetscInt o = 0; o < c->nobj; o++) {
     const MPMCollider *obj = &c->obj[o];
     double            *g   = geo + o * (1 + 2 * c->dim);
-    if (obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
+    if (obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species) || obj->dynamic) continue;
     g[0] = MPMPlacedShapeEval(&obj->ps, c->dim, x, g + 1, g + 1 + c->dim);
   }
 }
 
-MPMContact MPMCollidersVelocityAt(MPMColliders c, PetscInt species, const double *geo, double dt, double *v)
+MPMContact MPMCollidersVelocityAt(MPMColliders c, PetscInt species, const double *geo, const double *x, double m, double dt, PetscBool owned, double *v)
 {
-  MPMContact contact = MPM_CONTACT_NONE;
+  return CollideNode(c, species, x, m, dt, v, NULL, owned && c->ndynamic > 0 ? PETSC_TRUE : PETSC_FALSE, geo);
+}
+
+/* Whether a dynamic body acting on the species is within `reach` of x. */
+PetscBool MPMCollidersNearBody(MPMColliders c, PetscInt species, const double *x, double reach)
+{
   for (PetscInt o = 0; o < c->nobj; o++) {
     const MPMCollider *obj = &c->obj[o];
-    const double      *g   = geo + o * (1 + 2 * c->dim);
-    if (obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
-    const MPMContact acted = mpm_collide_node((int)c->dim, obj->mode, obj->friction, g[0], g + 1, g + 1 + c->dim, dt, c->tol, v);
-    if (acted > contact) contact = acted;
+    double             n[3], vb[3];
+    if (!obj->dynamic || obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
+    if (MPMPlacedShapeEval(&obj->ps, c->dim, x, n, vb) <= reach) return PETSC_TRUE;
   }
-  return contact;
+  return PETSC_FALSE;
 }
 
 /* Whether an object acting on the species is within `reach` of x (phi <= reach). */

@@ -65,9 +65,11 @@ typedef struct {
   Vec             incl, fg;                     /* a colour's du increments on the local box (0 between colours); the neighbours' ghost sums */
   PetscInt       *ghost, nghost;                /* local indices of the ghost nodes */
   PetscInt       *recv, nrecv;                  /* owned nodes that are ghosts elsewhere (owned index) */
-  PetscInt       *geo_at, cap_geo_at;           /* per local node: its walls' geometry in geo, or -1 (no wall, or dynamic bodies) */
+  PetscInt       *geo_at, cap_geo_at;           /* per local node: its walls' geometry in geo, or -1 (not near a wall or object) */
   double         *geo;
   PetscInt        cap_geo;
+  PetscInt       *wall, nwall, cap_wall;        /* the local nodes near a dynamic body, in the box's order */
+  char           *near_body;                    /* per local node: near a dynamic body (1/0) */
 } Nonsmooth;
 
 enum { NS_STAT_ITS, NS_STAT_RESIDUAL, NS_STAT_FAILSAFE, NS_STAT_NODES, NS_NSTAT };
@@ -495,15 +497,33 @@ static void WallVelocity(Nonsmooth *ns, MPMSim sim, PetscInt li, const double *n
   (void)MPMCollidersVelocity(sim->colliders, 0, x, ns->dt / nd[0], ns->dt, owned, v);
 }
 
-/* The same with the walls' geometry of ColourSetUp (no dynamic bodies) */
-static inline void WallVelocityAt(Nonsmooth *ns, MPMSim sim, PetscInt li, const double *nodes, const double *du, double *vel)
+/* The same with the walls' geometry of WallGeometry; trial: book the
+ * dynamic bodies' trial impulses at owned nodes (MPMCollidersVelocity) */
+static inline void WallVelocityAt(Nonsmooth *ns, MPMSim sim, PetscInt li, const double *nodes, const double *du, PetscBool trial, double *vel)
 {
-  const int     d = (int)sim->dim, ndof = (int)ns->node->dof;
-  const double *nd = nodes + ndof * li;
-  double       *v  = vel + d * li;
+  const MPMGridBox *bx = &ns->node->box;
+  const MPMLayout  *l  = &sim->layout;
+  const int         d = (int)sim->dim, ndof = (int)ns->node->dof;
+  const double     *nd = nodes + ndof * li;
+  double           *v  = vel + d * li, x[3];
+  PetscBool         owned = PETSC_TRUE;
 
   for (int c = 0; c < d; c++) v[c] = nd[0] > 0 ? nd[1 + c] + du[d * li + c] : 0.0;
-  if (ns->geo_at[li] >= 0) (void)MPMCollidersVelocityAt(sim->colliders, 0, ns->geo + ns->geo_at[li], ns->dt, v);
+  if (ns->geo_at[li] < 0) return;
+  const PetscInt gi[3] = {bx->gs[0] + li % bx->gn[0], bx->gs[1] + (li / bx->gn[0]) % bx->gn[1], bx->gs[2] + li / (bx->gn[0] * bx->gn[1])};
+  for (int c = 0; c < d; c++) {
+    x[c] = bx->origin[c] + bx->h * gi[c];
+    if (gi[c] < l->xs[c] || gi[c] >= l->xs[c] + l->xm[c]) owned = PETSC_FALSE;
+  }
+  (void)MPMCollidersVelocityAt(sim->colliders, 0, ns->geo + ns->geo_at[li], x, ns->dt / nd[0], ns->dt, owned && trial, v);
+}
+
+/* A node whose du changed in a colour; the nodes near a dynamic body are
+ * left to the pass over all of them (SweepColour). */
+static inline void Refresh(Nonsmooth *ns, MPMSim sim, PetscInt li, const double *nodes, const double *du, double *vel)
+{
+  if (ns->near_body[li]) return;
+  WallVelocityAt(ns, sim, li, nodes, du, PETSC_FALSE, vel);
 }
 
 static PetscErrorCode WallVelocities(Nonsmooth *ns, MPMSim sim, Vec vell)
@@ -645,9 +665,11 @@ static PetscErrorCode ColourLayout(Nonsmooth *ns, MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Each local node with mass near a wall or object: the objects' geometry
- * there, for the colours' collisions (they do not move during the solve;
- * dynamic bodies do, and are collided with MPMCollidersVelocity). */
+/* Each local node with mass near a wall or object: the geometry of the
+ * objects that stand still during the solve (all but the dynamic bodies),
+ * for the colours' collisions; and the nodes within the same reach (2
+ * cells, PredictNodes) of a dynamic body, collided again after every
+ * colour. */
 static PetscErrorCode WallGeometry(Nonsmooth *ns, MPMSim sim)
 {
   const MPMGridBox  *bx = &ns->node->box;
@@ -657,28 +679,33 @@ static PetscErrorCode WallGeometry(Nonsmooth *ns, MPMSim sim)
   PetscInt           nw = 0;
 
   PetscFunctionBeginUser;
-  if (sim->colliders->ndynamic > 0) PetscFunctionReturn(PETSC_SUCCESS);
   if (nloc > ns->cap_geo_at) {
-    PetscCall(PetscFree(ns->geo_at));
+    PetscCall(PetscFree2(ns->geo_at, ns->near_body));
     ns->cap_geo_at = nloc;
-    PetscCall(PetscMalloc1(nloc, &ns->geo_at));
+    PetscCall(PetscMalloc2(nloc, &ns->geo_at, nloc, &ns->near_body));
   }
   PetscCall(VecGetArrayRead(ns->node->local, &nodes));
   for (PetscInt li = 0; li < nloc; li++) {
     const double *nd = nodes + ndof * li;
     ns->geo_at[li]   = nd[0] > 0 && nd[ndof - 1] != 0 ? G * nw++ : -1;
   }
-  if (nw * G > ns->cap_geo) {
-    PetscCall(PetscFree(ns->geo));
-    ns->cap_geo = PetscMax(nw * G, (PetscInt)(1.25 * ns->cap_geo));
-    PetscCall(PetscMalloc1(ns->cap_geo, &ns->geo));
+  if (nw > ns->cap_wall) {
+    PetscCall(PetscFree2(ns->wall, ns->geo));
+    ns->cap_wall = PetscMax(nw, (PetscInt)(1.25 * ns->cap_wall));
+    PetscCall(PetscMalloc2(ns->cap_wall, &ns->wall, ns->cap_wall * G, &ns->geo));
   }
+  ns->nwall = 0;
   for (PetscInt li = 0; li < nloc; li++) {
     const PetscInt gi[3] = {bx->gs[0] + li % bx->gn[0], bx->gs[1] + (li / bx->gn[0]) % bx->gn[1], bx->gs[2] + li / (bx->gn[0] * bx->gn[1])};
     double         x[3];
+    ns->near_body[li] = 0;
     if (ns->geo_at[li] < 0) continue;
     for (int c = 0; c < d; c++) x[c] = bx->origin[c] + bx->h * gi[c];
     MPMCollidersGeometry(sim->colliders, 0, x, ns->geo + ns->geo_at[li]);
+    if (sim->colliders->ndynamic > 0 && MPMCollidersNearBody(sim->colliders, 0, x, 2 * bx->h)) {
+      ns->near_body[li]        = 1;
+      ns->wall[ns->nwall++] = li;
+    }
   }
   PetscCall(VecRestoreArrayRead(ns->node->local, &nodes));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -801,21 +828,23 @@ static PetscErrorCode SweepColour(Nonsmooth *ns, MPMSim sim, int colour, Vec vel
   PetscCall(VecRestoreArrayRead(ns->fg, &fg));
   PetscCall(VecRestoreArray(ns->incl, &inc));
   PetscCall(MPMGhostLayersGather(&ns->gl, ns->du->global, ns->du->local));
-  if (sim->colliders->ndynamic > 0) PetscCall(WallVelocities(ns, sim, vell)); /* every wall node: the bodies' trial impulses sum over all */
-  else {
+  {
     const PetscScalar *du;
     PetscCall(VecGetArrayRead(ns->du->local, &du));
     for (PetscInt k = c0; k < c1; k++) {
       PetscInt i[3];
       OwnedIndex(l, ns->col_node[k], i);
-      for (int s = 0; s < ns->nb; s++) WallVelocityAt(ns, sim, NeighbourIndex(bx, d, i, s), nodes, du, vel);
+      for (int s = 0; s < ns->nb; s++) Refresh(ns, sim, NeighbourIndex(bx, d, i, s), nodes, du, vel);
     }
     for (PetscInt k = 0; k < ns->nrecv; k++) {
       PetscInt i[3];
       OwnedIndex(l, ns->recv[k], i);
-      WallVelocityAt(ns, sim, LocalIndex(bx, i), nodes, du, vel);
+      Refresh(ns, sim, LocalIndex(bx, i), nodes, du, vel);
     }
-    for (PetscInt k = 0; k < ns->nghost; k++) WallVelocityAt(ns, sim, ns->ghost[k], nodes, du, vel);
+    for (PetscInt k = 0; k < ns->nghost; k++) Refresh(ns, sim, ns->ghost[k], nodes, du, vel);
+    /* dynamic bodies: their velocity changes after every colour from the trial impulses of all
+       nodes near them, summed in the box's order (as a pass over the whole box would) */
+    for (PetscInt k = 0; k < ns->nwall; k++) WallVelocityAt(ns, sim, ns->wall[k], nodes, du, PETSC_TRUE, vel);
     PetscCall(VecRestoreArrayRead(ns->du->local, &du));
   }
   PetscCall(VecRestoreArray(vell, &vel));
@@ -1361,8 +1390,8 @@ static PetscErrorCode NonsmoothDestroy(MPMIntegrator integ)
   PetscCall(PetscFree(ns->Ninv));
   PetscCall(PetscFree(ns->col_off));
   PetscCall(PetscFree(ns->col_node));
-  PetscCall(PetscFree(ns->geo_at));
-  PetscCall(PetscFree(ns->geo));
+  PetscCall(PetscFree2(ns->geo_at, ns->near_body));
+  PetscCall(PetscFree2(ns->wall, ns->geo));
   PetscCall(PetscFree2(ns->ghost, ns->recv));
   PetscCall(MPMGhostLayersDestroy(&ns->gl));
   PetscCall(VecDestroy(&ns->incl));
