@@ -10,7 +10,7 @@ import mpmtest as T
 PY = "/usr/bin/python3"
 c = T.Checks("post-processing scripts")
 scripts = ["column_collapse.py", "column_collapse_study.py", "sand_pile.py", "history_plot.py", "front_history.py", "scaling_plot.py", "scaling_model.py", "render_frame.py",
-           "implicit_collapse_study.py", "anisotropy_collapse.py"]
+           "implicit_collapse_study.py", "anisotropy_collapse.py", "crater.py"]
 for s in scripts:
     p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", s), "-h"], capture_output=True, text=True)
     c.true("%s -h" % s, p.returncode == 0 and "usage" in p.stdout.lower(), p.stderr[-200:])
@@ -33,6 +33,23 @@ fronts = [float(r["front"]) for r in rows]
 c.true("front_history.py: one row per frame, plot written", p.returncode == 0 and len(rows) == len(T.mpmio.frame_files(out)) and os.path.exists(os.path.join(out, "front_history.png")),
        p.stderr[-300:])
 c.true("front_history.py: the front advances, the column gets lower", fronts[-1] > fronts[0] + 0.02 and float(rows[-1]["height"]) < float(rows[0]["height"]))
+
+# the crater script on the crater deck's quick look, 3 steps: the ball is
+# just in, there is no crater yet, and how deep the ball goes by Uehara's law
+# (d = 0.14/mu (rho_b/rho_g)^(1/2) D^(2/3) (v^2/2g + 0.5 mm + d)^(1/3), the
+# deck's 2 cm steel ball at 2 m/s, 0.5 mm above sand of 1600 kg/m^3 with
+# phi 30 deg) is the formula's fixed point, 39.10 mm
+crater = T.outdir("postproc_crater")
+T.run_deck("crater_3d.yaml", 2, crater, "-dx", "0.02", "-domain_hi", "0.2,0.14,0.2", "-max_steps", "3")
+p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", "crater.py"), crater], capture_output=True, text=True)
+cr = json.load(open(os.path.join(crater, "crater.json"))) if p.returncode == 0 else {}
+c.true("crater.py: no crater edge yet after 3 steps, said so, picture written", p.returncode == 0 and "no crater edge" in p.stdout and os.path.exists(os.path.join(crater, "crater.png")),
+       p.stdout[-300:] + p.stderr[-300:])
+d = 0.05
+for _ in range(60):
+    d = 0.14 / 0.57735026919 * (7800.0 / 1600.0) ** 0.5 * 0.04 ** (2.0 / 3.0) * (2.0 ** 2 / (2 * 9.81) + 0.0005 + d) ** (1.0 / 3.0)
+c.close("crater.py: Uehara's penetration depth for the deck's ball [m]", cr.get("penetration_uehara", 0), d, rtol=1e-9)
+c.within("crater.py: the ball is in the bed after 3 steps [m]", cr.get("penetration", 0), 0.0, 0.03)
 
 # the convergence-study driver on its smallest case (a = 0.5 at L0/8, real
 # runs), then again: a run with a result is collected, not repeated
