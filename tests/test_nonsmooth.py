@@ -189,6 +189,16 @@ err = np.abs(h["momentum_y"] - (P0 - M * G * h["t"])).max()
 c.close("free fall: |P_y - (P0 - M g t)| / (M g t_end)", err / (M * G * h["t"][-1]), 0.0, atol=1e-12)
 c.close("free fall: no stress (largest pressure) [Pa]", np.abs(final(out)["pressure"]).max(), 0.0, atol=1e-9)
 
+# 5b. -nonsmooth_monitor: one line for the warm start and one per sweep, the last the step's residual
+out = T.outdir("nonsmooth_monitor")
+p = T.run_deck(COLUMN, 1, out, *NS, "-max_steps", "5", "-history_interval", "1", "-nonsmooth_monitor")
+h = T.mpmio.history(out)
+lines = [l for l in p.stdout.splitlines() if "DCFP residual" in l]
+_, first = np.unique(h["step"], return_index=True)  # the final row repeats the last step
+sweeps = int(h["dcfp_its"][first].sum())
+c.true("monitor: warm start + one line per sweep (%d lines, %d sweeps in 5 steps)" % (len(lines), sweeps), len(lines) == 5 + sweeps)
+c.close("monitor: its last line is the step's residual (history.csv)", float(lines[-1].split()[3]), h["dcfp_residual"][-1], rtol=1e-6)
+
 # 6. APGD
 APGD = ["-nonsmooth_solver", "apgd"]
 out = T.outdir("nonsmooth_layer_apgd")

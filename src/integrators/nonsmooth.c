@@ -70,6 +70,7 @@ typedef struct {
   PetscInt        cap_geo;
   PetscInt       *wall, nwall, cap_wall;        /* the local nodes near a dynamic body, in the box's order */
   char           *near_body;                    /* per local node: near a dynamic body (1/0) */
+  PetscBool       monitor;                      /* -nonsmooth_monitor: the residual after every sweep */
 } Nonsmooth;
 
 enum { NS_STAT_ITS, NS_STAT_RESIDUAL, NS_STAT_FAILSAFE, NS_STAT_NODES, NS_NSTAT };
@@ -107,6 +108,7 @@ static PetscErrorCode NonsmoothOptions(MPMIntegrator integ, MPMSim sim)
   PetscCall(MPMOptionsReal("-decompaction", "Fraction of a dual cell's excess over phi_max that must expand back in one step (0: the seed's clamp k >= 0, which keeps the step dissipative but lets over-full cells stay) [-]",
                            NULL, ns->decompaction, &ns->decompaction, NULL));
   PetscCall(MPMOptionsReal("-cfl_gravity", "dt <= sqrt(cfl_gravity dx / |g|): material at rest falls at most this many cells in one step [-]", NULL, ns->cfl_gravity, &ns->cfl_gravity, NULL));
+  PetscCall(PetscOptionsBool("-monitor", "Print the friction problem's residual (over rho g L) after every Gauss-Seidel sweep or APGD step, as -ksp_monitor does", NULL, ns->monitor, &ns->monitor, NULL));
   PetscCall(PetscOptionsBool("-frames", "Particle frames with splitting and merging (D s. 5.3): each particle's ellipsoid moves with the flow; stretched particles split, elongated pairs merge", NULL,
                              ns->frames, &ns->frames, NULL));
   PetscCall(MPMOptionsReal("-split_ratio", "-nonsmooth_frames: split a particle whose longest semi-axis exceeds this many half-spacings V0^(1/d)/2 (its initial radius) [-]", NULL, ns->rs.split_ratio,
@@ -1015,6 +1017,7 @@ static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec incr, PetscInt *i
   for (PetscInt k = 0; k < N; k += n) mpm_dcfp_project(n, ns->mu[k / n], ns->lambda + k, g + k); /* the warm start, inside the cone */
   PetscCall(ApplyDelassus(ns, sim, g, PETSC_TRUE, incr, Ug));
   PetscCall(ResidualAt(ns, sim, g, Ug, res));
+  if (ns->monitor) PetscCall(PetscPrintf(sim->comm, "  %4d DCFP residual %e rho g L (warm start)\n", 0, *res));
   PetscCall(PetscArraycpy(y, g, N));
   PetscCall(PetscArraycpy(Uy, Ug, N));
   const double t = L > 0 ? 1.0 / (1.25 * L) : 0.0; /* the power iteration's estimate is from below; L = 0: no active node */
@@ -1030,6 +1033,7 @@ static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec incr, PetscInt *i
     PetscCall(ApplyDelassus(ns, sim, gn, PETSC_TRUE, incr, Ugn));
     prev = *res;
     PetscCall(ResidualAt(ns, sim, gn, Ugn, res));
+    if (ns->monitor) PetscCall(PetscPrintf(sim->comm, "  %4" PetscInt_FMT " DCFP residual %e rho g L\n", *its + 1, *res));
     { /* Restart when the step went uphill, grad(y) . (gn - g) > 0 (O'Donoghue and
          Candes), or when the residual grew: the stress is statically indeterminate
          (W singular), and momentum along its null space, which the gradient test
@@ -1075,9 +1079,11 @@ static PetscErrorCode SolveDCFP(Nonsmooth *ns, MPMSim sim, PetscInt *its, double
       PetscCall(SpreadAll(ns, sim, vel, incr)); /* the warm start's velocity change, from du = 0 */
       PetscCall(ColourSetUp(ns, sim));
       PetscCall(Residual(ns, sim, vel, res));
+      if (ns->monitor) PetscCall(PetscPrintf(sim->comm, "  %4d DCFP residual %e rho g L (warm start)\n", 0, *res));
       for (*its = 0; *its < ns->max_it && *res > ns->tol; (*its)++) {
         for (int c = 0; c < ncol; c++) PetscCall(SweepColour(ns, sim, c, vel, failsafe));
         PetscCall(Residual(ns, sim, vel, res));
+        if (ns->monitor) PetscCall(PetscPrintf(sim->comm, "  %4" PetscInt_FMT " DCFP residual %e rho g L\n", *its + 1, *res));
       }
       PetscCall(DMRestoreLocalVector(ns->du->da, &vel));
     }
