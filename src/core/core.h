@@ -271,6 +271,10 @@ typedef struct {
   double   Dp;          /* APIC inertia scalar of the kernel (h^2/4 quadratic) [m^2] */
   double   h;           /* cell size [m] */
   PetscInt f_frame;     /* particle field "frame" (d x d) */
+  /* where a split half may not go (inside an object; the integrator sets it,
+     core does not see the colliders); NULL: anywhere in the domain */
+  PetscBool (*solid)(void *ctx, const double *x);
+  void *solid_ctx;
 } MPMResample;
 
 PetscErrorCode MPMResampleSetUp(MPMSim sim, MPMSpecies *sp, MPMResample *rs);

@@ -60,7 +60,8 @@ static PetscBool InPhysicalDomain(const MPMLayout *l, const double *x)
 }
 
 /* Should particle q split?  Stretched past split_ratio half-spacings,
- * halves no smaller than min_volume cells, both halves in the domain. */
+ * halves no smaller than min_volume cells, both halves in the domain and
+ * outside the objects (rs->solid). */
 static PetscBool SplitCandidate(const MPMSim sim, const MPMParticles *p, const MPMResample *rs, PetscInt q)
 {
   const int     d  = (int)p->dim;
@@ -72,7 +73,8 @@ static PetscBool SplitCandidate(const MPMSim sim, const MPMParticles *p, const M
   if (mpm_frame_longest(d, F) <= rs->split_ratio * 0.5 * pow(V, 1.0 / d)) return PETSC_FALSE;
   mpm_frame_split(d, F, dx, Fc);
   for (int a = 0; a < d; a++) x1[a] = x[a] - dx[a], x2[a] = x[a] + dx[a];
-  return InPhysicalDomain(&sim->layout, x1) && InPhysicalDomain(&sim->layout, x2);
+  if (!InPhysicalDomain(&sim->layout, x1) || !InPhysicalDomain(&sim->layout, x2)) return PETSC_FALSE;
+  return rs->solid && (rs->solid(rs->solid_ctx, x1) || rs->solid(rs->solid_ctx, x2)) ? PETSC_FALSE : PETSC_TRUE;
 }
 
 static int CompareInt64(const void *a, const void *b)

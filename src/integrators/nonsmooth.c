@@ -158,6 +158,11 @@ static PetscErrorCode NonsmoothCheck(MPMIntegrator integ, MPMSim sim)
 }
 
 /* --------------------------------------------------------------- set-up */
+/* A split half must not land inside a wall or object (on its surface or
+ * deeper: the next step's collision would correct its velocity, not its
+ * position) */
+static PetscBool InsideObject(void *ctx, const double *x) { return MPMCollidersNear((MPMColliders)ctx, 0, x, 0.0); }
+
 static PetscErrorCode NonsmoothSetUp(MPMIntegrator integ, MPMSim sim)
 {
   Nonsmooth  *ns = (Nonsmooth *)integ->data;
@@ -193,7 +198,11 @@ static PetscErrorCode NonsmoothSetUp(MPMIntegrator integ, MPMSim sim)
       PetscCall(MPMParticlesSetOutput(&sp->p, ns->f_nu2, "grain_orientation", MPM_FIELD_REAL, PETSC_FALSE));
     }
   }
-  if (ns->frames) PetscCall(MPMResampleSetUp(sim, sp, &ns->rs));
+  if (ns->frames) {
+    PetscCall(MPMResampleSetUp(sim, sp, &ns->rs));
+    ns->rs.solid     = InsideObject;
+    ns->rs.solid_ctx = sim->colliders;
+  }
   ns->f_mu = -1;
   if (ns->mui) {
     const double none = -1;
