@@ -184,16 +184,16 @@ MPMContact MPMCollidersApply(MPMColliders c, PetscInt species, const double *x, 
 
 /* The same collision, friction included, at a trial state of a solve (the
  * nonsmooth Gauss-Seidel's walls): nothing goes to the report; at owned
- * nodes, the impulses on dynamic bodies go to c->trial for their update. */
-MPMContact MPMCollidersVelocity(MPMColliders c, PetscInt species, const double *x, double m, double dt, PetscBool owned, double *v)
+ * nodes, the impulses on dynamic bodies go to c->trial for their update.
+ * geo (or NULL): the node's geometry kept by MPMCollidersGeometry for the
+ * objects that stand still during the solve (the same collisions in the
+ * same order); dynamic bodies, which move between its colours, are
+ * evaluated at x as they stand. */
+MPMContact MPMCollidersVelocity(MPMColliders c, PetscInt species, const double *geo, const double *x, double m, double dt, PetscBool owned, double *v)
 {
-  return CollideNode(c, species, x, m, dt, v, NULL, owned && c->ndynamic > 0 ? PETSC_TRUE : PETSC_FALSE, NULL);
+  return CollideNode(c, species, x, m, dt, v, NULL, owned && c->ndynamic > 0 ? PETSC_TRUE : PETSC_FALSE, geo);
 }
 
-/* MPMCollidersVelocity with the objects' geometry at the node kept
- * (MPMCollidersGeometry) while they stand still: the same collisions in
- * the same order; dynamic bodies, which move between a solve's colours,
- * are evaluated at x as they stand. */
 PetscInt MPMCollidersGeometrySize(MPMColliders c) { return c->nobj * (1 + 2 * c->dim); }
 
 void MPMCollidersGeometry(MPMColliders c, PetscInt species, const double *x, double *geo)
@@ -206,34 +206,22 @@ void MPMCollidersGeometry(MPMColliders c, PetscInt species, const double *x, dou
   }
 }
 
-MPMContact MPMCollidersVelocityAt(MPMColliders c, PetscInt species, const double *geo, const double *x, double m, double dt, PetscBool owned, double *v)
+static PetscBool Near(MPMColliders c, PetscInt species, const double *x, double reach, PetscBool bodies_only)
 {
-  return CollideNode(c, species, x, m, dt, v, NULL, owned && c->ndynamic > 0 ? PETSC_TRUE : PETSC_FALSE, geo);
+  for (PetscInt o = 0; o < c->nobj; o++) {
+    const MPMCollider *obj = &c->obj[o];
+    double             n[3], vb[3];
+    if ((bodies_only && !obj->dynamic) || obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
+    if (MPMPlacedShapeEval(&obj->ps, c->dim, x, n, vb) <= reach) return PETSC_TRUE;
+  }
+  return PETSC_FALSE;
 }
 
 /* Whether a dynamic body acting on the species is within `reach` of x. */
-PetscBool MPMCollidersNearBody(MPMColliders c, PetscInt species, const double *x, double reach)
-{
-  for (PetscInt o = 0; o < c->nobj; o++) {
-    const MPMCollider *obj = &c->obj[o];
-    double             n[3], vb[3];
-    if (!obj->dynamic || obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
-    if (MPMPlacedShapeEval(&obj->ps, c->dim, x, n, vb) <= reach) return PETSC_TRUE;
-  }
-  return PETSC_FALSE;
-}
+PetscBool MPMCollidersNearBody(MPMColliders c, PetscInt species, const double *x, double reach) { return Near(c, species, x, reach, PETSC_TRUE); }
 
 /* Whether an object acting on the species is within `reach` of x (phi <= reach). */
-PetscBool MPMCollidersNear(MPMColliders c, PetscInt species, const double *x, double reach)
-{
-  for (PetscInt o = 0; o < c->nobj; o++) {
-    const MPMCollider *obj = &c->obj[o];
-    double             n[3], vb[3];
-    if (obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
-    if (MPMPlacedShapeEval(&obj->ps, c->dim, x, n, vb) <= reach) return PETSC_TRUE;
-  }
-  return PETSC_FALSE;
-}
+PetscBool MPMCollidersNear(MPMColliders c, PetscInt species, const double *x, double reach) { return Near(c, species, x, reach, PETSC_FALSE); }
 
 /* The collisions of the implicit solve (Klar et al. s. 5.6, "projection
  * method"): project node velocity v like MPMCollidersApply but without

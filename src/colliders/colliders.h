@@ -41,15 +41,14 @@ PetscErrorCode MPMCollidersCreate(MPMSim sim);
 PetscErrorCode MPMCollidersDestroy(MPMColliders *c);
 void           MPMCollidersAtTime(MPMColliders c, double t);
 MPMContact     MPMCollidersApply(MPMColliders c, PetscInt species, const double *x, double m, double dt, double *v);
-MPMContact     MPMCollidersVelocity(MPMColliders c, PetscInt species, const double *x, double m, double dt, PetscBool owned, double *v);
+MPMContact     MPMCollidersVelocity(MPMColliders c, PetscInt species, const double *geo, const double *x, double m, double dt, PetscBool owned, double *v);
 PetscBool      MPMCollidersNear(MPMColliders c, PetscInt species, const double *x, double reach);
 PetscBool      MPMCollidersNearBody(MPMColliders c, PetscInt species, const double *x, double reach);
 /* A solve that collides the same nodes many times (the nonsmooth
- * Gauss-Seidel) keeps each node's geometry: per object that stands still,
- * its distance, normal and velocity at x. */
+ * Gauss-Seidel) keeps each node's geometry for MPMCollidersVelocity: per
+ * object that stands still, its distance, normal and velocity at x. */
 PetscInt       MPMCollidersGeometrySize(MPMColliders c);
 void           MPMCollidersGeometry(MPMColliders c, PetscInt species, const double *x, double *geo);
-MPMContact     MPMCollidersVelocityAt(MPMColliders c, PetscInt species, const double *geo, const double *x, double m, double dt, PetscBool owned, double *v);
 void           MPMCollidersProject(MPMColliders c, PetscInt species, const double *x, double dt, double *v, double *Pi);
 void           MPMCollidersAdvance(MPMColliders c, double dt);
 double         MPMCollidersFreeFraction(MPMColliders c, PetscInt species, const double *x, double h);

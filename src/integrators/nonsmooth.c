@@ -59,15 +59,14 @@ typedef struct {
   MPMStepStats    st;
   /* the Gauss-Seidel's colours (ColourSetUp): a colour costs its own nodes
      and the slab faces, not a pass over the grid */
-  PetscInt       *col_off, *col_node, cap_col; /* active owned stress nodes by colour (offsets, 3^d + 1) */
+  PetscInt        col_off[28], *col_node, cap_col; /* active owned stress nodes by colour (offsets, 3^d + 1) */
   PetscInt        builds;                       /* du's layout the rest was made on (0: none) */
   MPMGhostLayers  gl;                           /* du's ghost layers */
   Vec             incl, fg;                     /* a colour's du increments on the local box (0 between colours); the neighbours' ghost sums */
   PetscInt       *ghost, nghost;                /* local indices of the ghost nodes */
-  PetscInt       *recv, nrecv;                  /* owned nodes that are ghosts elsewhere (owned index) */
+  PetscInt       *recv, *recv_loc, nrecv;       /* owned nodes that are ghosts elsewhere (owned index, local index) */
   PetscInt       *geo_at, cap_geo_at;           /* per local node: its walls' geometry in geo, or -1 (not near a wall or object) */
   double         *geo;
-  PetscInt        cap_geo;
   PetscInt       *wall, nwall, cap_wall;        /* the local nodes near a dynamic body, in the box's order */
   char           *near_body;                    /* per local node: near a dynamic body (1/0) */
   PetscBool       monitor;                      /* -nonsmooth_monitor: the residual after every sweep */
@@ -489,44 +488,37 @@ static PetscErrorCode NodeProblems(Nonsmooth *ns, MPMSim sim, double dt, PetscBo
  * Applying the friction only after the solve let the grains on a floor
  * slide over the held bottom layer (a confined layer under a 15 degree tilt
  * crept at 0.8 mm/s). */
-static void WallVelocity(Nonsmooth *ns, MPMSim sim, PetscInt li, const double *nodes, const double *du, double *vel)
+/* Local node li of box bx: its global index */
+static inline void BoxIndex(const MPMGridBox *bx, PetscInt li, PetscInt *gi)
 {
-  const MPMGridBox *bx = &ns->node->box;
-  const MPMLayout  *l  = &sim->layout;
-  const int         d = (int)sim->dim, ndof = (int)ns->node->dof;
-  const PetscInt    gi[3] = {bx->gs[0] + li % bx->gn[0], bx->gs[1] + (li / bx->gn[0]) % bx->gn[1], bx->gs[2] + li / (bx->gn[0] * bx->gn[1])};
-  const double     *nd = nodes + ndof * li;
-  double           *v  = vel + d * li, x[3];
-  PetscBool         owned = PETSC_TRUE;
-
-  for (int c = 0; c < d; c++) v[c] = nd[0] > 0 ? nd[1 + c] + du[d * li + c] : 0.0;
-  if (nd[0] <= 0 || nd[ndof - 1] == 0) return;
-  for (int c = 0; c < d; c++) {
-    x[c] = bx->origin[c] + bx->h * gi[c];
-    if (gi[c] < l->xs[c] || gi[c] >= l->xs[c] + l->xm[c]) owned = PETSC_FALSE;
-  }
-  (void)MPMCollidersVelocity(sim->colliders, 0, x, ns->dt / nd[0], ns->dt, owned, v);
+  gi[0] = bx->gs[0] + li % bx->gn[0];
+  gi[1] = bx->gs[1] + (li / bx->gn[0]) % bx->gn[1];
+  gi[2] = bx->gs[2] + li / (bx->gn[0] * bx->gn[1]);
 }
 
-/* The same with the walls' geometry of WallGeometry; trial: book the
- * dynamic bodies' trial impulses at owned nodes (MPMCollidersVelocity) */
-static inline void WallVelocityAt(Nonsmooth *ns, MPMSim sim, PetscInt li, const double *nodes, const double *du, PetscBool trial, double *vel)
+static inline PetscBool Owned(const MPMLayout *l, const PetscInt *gi)
+{
+  for (int c = 0; c < 3; c++)
+    if (gi[c] < l->xs[c] || gi[c] >= l->xs[c] + l->xm[c]) return PETSC_FALSE;
+  return PETSC_TRUE;
+}
+
+/* Node li's velocity u* + du, collided with the walls' geometry of
+ * WallGeometry; trial: book the dynamic bodies' trial impulses at owned
+ * nodes (MPMCollidersVelocity) */
+static inline void WallVelocity(Nonsmooth *ns, MPMSim sim, PetscInt li, const double *nodes, const double *du, PetscBool trial, double *vel)
 {
   const MPMGridBox *bx = &ns->node->box;
-  const MPMLayout  *l  = &sim->layout;
   const int         d = (int)sim->dim, ndof = (int)ns->node->dof;
   const double     *nd = nodes + ndof * li;
   double           *v  = vel + d * li, x[3];
-  PetscBool         owned = PETSC_TRUE;
+  PetscInt          gi[3];
 
   for (int c = 0; c < d; c++) v[c] = nd[0] > 0 ? nd[1 + c] + du[d * li + c] : 0.0;
   if (ns->geo_at[li] < 0) return;
-  const PetscInt gi[3] = {bx->gs[0] + li % bx->gn[0], bx->gs[1] + (li / bx->gn[0]) % bx->gn[1], bx->gs[2] + li / (bx->gn[0] * bx->gn[1])};
-  for (int c = 0; c < d; c++) {
-    x[c] = bx->origin[c] + bx->h * gi[c];
-    if (gi[c] < l->xs[c] || gi[c] >= l->xs[c] + l->xm[c]) owned = PETSC_FALSE;
-  }
-  (void)MPMCollidersVelocityAt(sim->colliders, 0, ns->geo + ns->geo_at[li], x, ns->dt / nd[0], ns->dt, owned && trial, v);
+  BoxIndex(bx, li, gi);
+  for (int c = 0; c < d; c++) x[c] = bx->origin[c] + bx->h * gi[c];
+  (void)MPMCollidersVelocity(sim->colliders, 0, ns->geo + ns->geo_at[li], x, ns->dt / nd[0], ns->dt, trial && Owned(&sim->layout, gi), v);
 }
 
 /* A node whose du changed in a colour; the nodes near a dynamic body are
@@ -534,7 +526,7 @@ static inline void WallVelocityAt(Nonsmooth *ns, MPMSim sim, PetscInt li, const 
 static inline void Refresh(Nonsmooth *ns, MPMSim sim, PetscInt li, const double *nodes, const double *du, double *vel)
 {
   if (ns->near_body[li]) return;
-  WallVelocityAt(ns, sim, li, nodes, du, PETSC_FALSE, vel);
+  WallVelocity(ns, sim, li, nodes, du, PETSC_FALSE, vel);
 }
 
 static PetscErrorCode WallVelocities(Nonsmooth *ns, MPMSim sim, Vec vell)
@@ -548,7 +540,7 @@ static PetscErrorCode WallVelocities(Nonsmooth *ns, MPMSim sim, Vec vell)
   PetscCall(VecGetArrayRead(ns->node->local, &nodes));
   PetscCall(VecGetArrayRead(ns->du->local, &du));
   PetscCall(VecGetArray(vell, &vel));
-  for (PetscInt li = 0; li < nloc; li++) WallVelocity(ns, sim, li, nodes, du, vel);
+  for (PetscInt li = 0; li < nloc; li++) WallVelocity(ns, sim, li, nodes, du, PETSC_TRUE, vel);
   PetscCall(VecRestoreArray(vell, &vel));
   PetscCall(VecRestoreArrayRead(ns->du->local, &du));
   PetscCall(VecRestoreArrayRead(ns->node->local, &nodes));
@@ -656,22 +648,26 @@ static PetscErrorCode ColourLayout(Nonsmooth *ns, MPMSim sim)
   PetscCall(MPMGhostLayersDestroy(&ns->gl));
   PetscCall(VecDestroy(&ns->incl));
   PetscCall(VecDestroy(&ns->fg));
-  PetscCall(PetscFree2(ns->ghost, ns->recv));
+  PetscCall(PetscFree3(ns->ghost, ns->recv, ns->recv_loc));
   PetscCall(MPMGhostLayersCreate(ns->du, &ns->gl));
   PetscCall(VecDuplicate(ns->du->local, &ns->incl));
   PetscCall(VecDuplicate(ns->du->global, &ns->fg));
   PetscCall(VecZeroEntries(ns->incl));
   PetscCall(VecZeroEntries(ns->fg));
-  PetscCall(PetscMalloc2(nloc, &ns->ghost, ns->gl.nrecv / d + 1, &ns->recv));
+  PetscCall(PetscMalloc3(nloc, &ns->ghost, ns->gl.nrecv / d + 1, &ns->recv, ns->gl.nrecv / d + 1, &ns->recv_loc));
   ns->nghost = ns->nrecv = 0;
   for (PetscInt li = 0; li < nloc; li++) {
-    const PetscInt gi[3] = {bx->gs[0] + li % bx->gn[0], bx->gs[1] + (li / bx->gn[0]) % bx->gn[1], bx->gs[2] + li / (bx->gn[0] * bx->gn[1])};
-    PetscBool      owned = PETSC_TRUE;
-    for (PetscInt c = 0; c < 3; c++) owned = owned && gi[c] >= l->xs[c] && gi[c] < l->xs[c] + l->xm[c];
-    if (!owned) ns->ghost[ns->nghost++] = li;
+    PetscInt gi[3];
+    BoxIndex(bx, li, gi);
+    if (!Owned(l, gi)) ns->ghost[ns->nghost++] = li;
   }
   for (PetscInt k = 0; k < ns->gl.nrecv; k++) /* a ghost node's d entries are consecutive */
-    if (ns->gl.recv[k] % d == 0) ns->recv[ns->nrecv++] = ns->gl.recv[k] / d;
+    if (ns->gl.recv[k] % d == 0) {
+      PetscInt i[3];
+      ns->recv[ns->nrecv] = ns->gl.recv[k] / d;
+      OwnedIndex(l, ns->recv[ns->nrecv], i);
+      ns->recv_loc[ns->nrecv++] = LocalIndex(bx, i);
+    }
   ns->builds = ns->du->builds;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -707,10 +703,11 @@ static PetscErrorCode WallGeometry(Nonsmooth *ns, MPMSim sim)
   }
   ns->nwall = 0;
   for (PetscInt li = 0; li < nloc; li++) {
-    const PetscInt gi[3] = {bx->gs[0] + li % bx->gn[0], bx->gs[1] + (li / bx->gn[0]) % bx->gn[1], bx->gs[2] + li / (bx->gn[0] * bx->gn[1])};
-    double         x[3];
+    PetscInt gi[3];
+    double   x[3];
     ns->near_body[li] = 0;
     if (ns->geo_at[li] < 0) continue;
+    BoxIndex(bx, li, gi);
     for (int c = 0; c < d; c++) x[c] = bx->origin[c] + bx->h * gi[c];
     MPMCollidersGeometry(sim->colliders, 0, x, ns->geo + ns->geo_at[li]);
     if (sim->colliders->ndynamic > 0 && MPMCollidersNearBody(sim->colliders, 0, x, 2 * bx->h)) {
@@ -734,7 +731,6 @@ static PetscErrorCode ColourSetUp(Nonsmooth *ns, MPMSim sim)
 
   PetscFunctionBeginUser;
   PetscCall(ColourLayout(ns, sim));
-  if (!ns->col_off) PetscCall(PetscMalloc1(28, &ns->col_off));
   if (nown > ns->cap_col) {
     PetscCall(PetscFree(ns->col_node));
     ns->cap_col = nown;
@@ -803,12 +799,8 @@ static PetscErrorCode SweepColour(Nonsmooth *ns, MPMSim sim, int colour, Vec vel
   PetscCall(VecGetArrayRead(ns->fg, &fg));
   PetscCall(VecGetArray(ns->du->global, &dug));
   PetscCall(VecGetArray(ns->du->local, &dul));
-  for (PetscInt k = 0; k < ns->nrecv; k++) { /* own part + the neighbours' */
-    PetscInt i[3];
-    OwnedIndex(l, ns->recv[k], i);
-    const PetscInt li = LocalIndex(bx, i);
-    for (int a = 0; a < d; a++) inc[d * li + a] += fg[d * ns->recv[k] + a];
-  }
+  for (PetscInt k = 0; k < ns->nrecv; k++) /* own part + the neighbours' */
+    for (int a = 0; a < d; a++) inc[d * ns->recv_loc[k] + a] += fg[d * ns->recv[k] + a];
   /* du += the increment on the owned nodes that have one (the stencils' and
      the faces'), which then hold 0 again; the stencils' ghosts too */
   for (PetscInt k = c0; k < c1; k++) {
@@ -816,9 +808,7 @@ static PetscErrorCode SweepColour(Nonsmooth *ns, MPMSim sim, int colour, Vec vel
     OwnedIndex(l, ns->col_node[k], i);
     for (int s = 0; s < ns->nb; s++) {
       const PetscInt li = NeighbourIndex(bx, d, i, s), t[3] = {i[0] + s % 3 - 1, i[1] + (s / 3) % 3 - 1, d == 3 ? i[2] + s / 9 - 1 : 0};
-      PetscBool      owned = PETSC_TRUE;
-      for (int c = 0; c < d; c++) owned = owned && t[c] >= l->xs[c] && t[c] < l->xs[c] + l->xm[c];
-      if (owned) {
+      if (Owned(l, t)) {
         const PetscInt o = ((t[2] - l->xs[2]) * l->xm[1] + (t[1] - l->xs[1])) * l->xm[0] + (t[0] - l->xs[0]);
         for (int a = 0; a < d; a++) dul[d * li + a] = dug[d * o + a] += inc[d * li + a];
       }
@@ -826,9 +816,7 @@ static PetscErrorCode SweepColour(Nonsmooth *ns, MPMSim sim, int colour, Vec vel
     }
   }
   for (PetscInt k = 0; k < ns->nrecv; k++) { /* the faces' nodes no stencil of this rank touched */
-    PetscInt i[3];
-    OwnedIndex(l, ns->recv[k], i);
-    const PetscInt li = LocalIndex(bx, i);
+    const PetscInt li = ns->recv_loc[k];
     for (int a = 0; a < d; a++) {
       dul[d * li + a] = dug[d * ns->recv[k] + a] += inc[d * li + a];
       inc[d * li + a] = 0;
@@ -847,15 +835,11 @@ static PetscErrorCode SweepColour(Nonsmooth *ns, MPMSim sim, int colour, Vec vel
       OwnedIndex(l, ns->col_node[k], i);
       for (int s = 0; s < ns->nb; s++) Refresh(ns, sim, NeighbourIndex(bx, d, i, s), nodes, du, vel);
     }
-    for (PetscInt k = 0; k < ns->nrecv; k++) {
-      PetscInt i[3];
-      OwnedIndex(l, ns->recv[k], i);
-      Refresh(ns, sim, LocalIndex(bx, i), nodes, du, vel);
-    }
+    for (PetscInt k = 0; k < ns->nrecv; k++) Refresh(ns, sim, ns->recv_loc[k], nodes, du, vel);
     for (PetscInt k = 0; k < ns->nghost; k++) Refresh(ns, sim, ns->ghost[k], nodes, du, vel);
     /* dynamic bodies: their velocity changes after every colour from the trial impulses of all
        nodes near them, summed in the box's order (as a pass over the whole box would) */
-    for (PetscInt k = 0; k < ns->nwall; k++) WallVelocityAt(ns, sim, ns->wall[k], nodes, du, PETSC_TRUE, vel);
+    for (PetscInt k = 0; k < ns->nwall; k++) WallVelocity(ns, sim, ns->wall[k], nodes, du, PETSC_TRUE, vel);
     PetscCall(VecRestoreArrayRead(ns->du->local, &du));
   }
   PetscCall(VecRestoreArray(vell, &vel));
@@ -1085,8 +1069,8 @@ static PetscErrorCode SolveDCFP(Nonsmooth *ns, MPMSim sim, PetscInt *its, double
     else {
       Vec vel;
       PetscCall(DMGetLocalVector(ns->du->da, &vel));
-      PetscCall(SpreadAll(ns, sim, vel, incr)); /* the warm start's velocity change, from du = 0 */
       PetscCall(ColourSetUp(ns, sim));
+      PetscCall(SpreadAll(ns, sim, vel, incr)); /* the warm start's velocity change, from du = 0 */
       PetscCall(Residual(ns, sim, vel, res));
       if (ns->monitor) PetscCall(PetscPrintf(sim->comm, "  %4d DCFP residual %e rho g L (warm start)\n", 0, *res));
       for (*its = 0; *its < ns->max_it && *res > ns->tol; (*its)++) {
@@ -1403,11 +1387,10 @@ static PetscErrorCode NonsmoothDestroy(MPMIntegrator integ)
   if (!ns) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(PetscFree5(ns->W, ns->b, ns->k, ns->mu, ns->lambda));
   PetscCall(PetscFree(ns->Ninv));
-  PetscCall(PetscFree(ns->col_off));
   PetscCall(PetscFree(ns->col_node));
   PetscCall(PetscFree2(ns->geo_at, ns->near_body));
   PetscCall(PetscFree2(ns->wall, ns->geo));
-  PetscCall(PetscFree2(ns->ghost, ns->recv));
+  PetscCall(PetscFree3(ns->ghost, ns->recv, ns->recv_loc));
   PetscCall(MPMGhostLayersDestroy(&ns->gl));
   PetscCall(VecDestroy(&ns->incl));
   PetscCall(VecDestroy(&ns->fg));
