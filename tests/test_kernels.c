@@ -2684,6 +2684,74 @@ static void test_mu_i(int dim)
   CHECK(isinf(mpm_inertial_number(dim, dg, rho, Gr, 0.0)), 1, 0, "mu(I) %dD: no pressure: I infinite", dim);
 }
 
+/* Position-based contact (Macklin et al. 2014): the contact leaves two
+ * grains exactly touching with their momentum unchanged; friction holds a
+ * contact exactly while the tangential slip is below mu_s d and removes
+ * exactly mu_k d of it above; a surface does the same to one grain. */
+static double norm_d(int d, const double *a)
+{
+  double s = 0;
+  for (int k = 0; k < d; k++) s += a[k] * a[k];
+  return sqrt(s);
+}
+
+static void test_pbd(int d)
+{
+  const double ra = 0.01, rb = 0.015, ma = 2.0, mb = 3.0, wa = 1 / ma, wb = 1 / mb, mus = 0.6, muk = 0.4;
+  double       xa[3] = {0.1, 0.2, 0.3}, xb[3], x0a[3], x0b[3], da[3], db[3], n[3] = {0.6, 0.8, 0}, t1[3] = {-0.8, 0.6, 0};
+  if (d == 3) { /* a normal off the axes */
+    n[0] = 0.48, n[1] = 0.64, n[2] = 0.6;
+    t1[0] = -0.8, t1[1] = 0.6, t1[2] = 0;
+  }
+  const double pen = 0.004;
+  for (int a = 0; a < d; a++) xb[a] = xa[a] - (ra + rb - pen) * n[a];
+  /* normal approach only: exact separation, momentum kept */
+  for (int a = 0; a < d; a++) x0a[a] = xa[a] - 0.002 * n[a], x0b[a] = xb[a];
+  double got = mpm_pbd_pair(d, xa, xb, x0a, x0b, ra, rb, wa, wb, mus, muk, da, db);
+  CHECK(got, pen, 1e-15, "pbd %dD pair: returns the penetration", d);
+  double ya[3], yb[3], sep[3], p = 0;
+  for (int a = 0; a < d; a++) ya[a] = xa[a] + da[a], yb[a] = xb[a] + db[a], sep[a] = ya[a] - yb[a];
+  CHECK(norm_d(d, sep), ra + rb, 1e-15, "pbd %dD pair: grains exactly touching after the contact", d);
+  for (int a = 0; a < d; a++) p = fmax(p, fabs(ma * da[a] + mb * db[a]));
+  CHECK(p, 0, 1e-17, "pbd %dD pair: momentum of the correction m_a da + m_b db = 0", d);
+  /* static: a slip below mu_s d is removed exactly */
+  const double slip_s = 0.5 * mus * pen, slip_k = 3 * mus * pen;
+  for (int a = 0; a < d; a++) x0a[a] = xa[a] - slip_s * t1[a], x0b[a] = xb[a];
+  mpm_pbd_pair(d, xa, xb, x0a, x0b, ra, rb, wa, wb, mus, muk, da, db);
+  double rel = 0;
+  for (int a = 0; a < d; a++) rel += ((xa[a] + da[a] - x0a[a]) - (xb[a] + db[a] - x0b[a])) * t1[a];
+  CHECK(rel, 0, 2e-16, "pbd %dD pair: static friction (slip %.1f mu_s d) holds exactly", d, 0.5);
+  /* kinetic: above mu_s d, the slip shrinks by mu_k d */
+  for (int a = 0; a < d; a++) x0a[a] = xa[a] - slip_k * t1[a];
+  mpm_pbd_pair(d, xa, xb, x0a, x0b, ra, rb, wa, wb, mus, muk, da, db);
+  rel = 0;
+  for (int a = 0; a < d; a++) rel += ((xa[a] + da[a] - x0a[a]) - (xb[a] + db[a] - x0b[a])) * t1[a];
+  CHECK(rel, slip_k - muk * pen, 2e-16, "pbd %dD pair: kinetic friction removes mu_k d of the slip", d);
+  /* the pair evaluated in the other order gives the same corrections */
+  double ea[3], eb[3];
+  mpm_pbd_pair(d, xb, xa, x0b, x0a, rb, ra, wb, wa, mus, muk, eb, ea);
+  CHECK(fmax(maxdiff(d, ea, da), maxdiff(d, eb, db)), 0, 1e-18, "pbd %dD pair: symmetric in the order of the grains", d);
+  /* apart: nothing */
+  for (int a = 0; a < d; a++) xb[a] = xa[a] - (ra + rb + 1e-9) * n[a];
+  got = mpm_pbd_pair(d, xa, xb, x0a, x0b, ra, rb, wa, wb, mus, muk, da, db);
+  CHECK(maxabs(d, da) + maxabs(d, db) + (got <= 0 ? 0 : 1), 0, 0, "pbd %dD pair: grains apart are left alone", d);
+  /* a wall: out to phi = r, static and kinetic friction against its motion */
+  double disp[3], dx[3];
+  for (int a = 0; a < d; a++) disp[a] = -0.001 * n[a] + slip_s * t1[a];
+  got = mpm_pbd_wall(d, ra - pen, n, disp, ra, mus, muk, dx);
+  double dn = 0, dt = 0;
+  for (int a = 0; a < d; a++) dn += dx[a] * n[a], dt += (disp[a] + dx[a]) * t1[a];
+  CHECK(ra - pen + dn, ra, 1e-15, "pbd %dD wall: the grain ends on the surface (phi = r)", d);
+  CHECK(dt, 0, 2e-16, "pbd %dD wall: static friction holds exactly", d);
+  for (int a = 0; a < d; a++) disp[a] = slip_k * t1[a];
+  mpm_pbd_wall(d, ra - pen, n, disp, ra, mus, muk, dx);
+  dt = 0;
+  for (int a = 0; a < d; a++) dt += (disp[a] + dx[a]) * t1[a];
+  CHECK(dt, slip_k - muk * pen, 2e-16, "pbd %dD wall: kinetic friction removes mu_k d", d);
+  got = mpm_pbd_wall(d, ra + 1e-9, n, disp, ra, mus, muk, dx);
+  CHECK(maxabs(d, dx) + (got <= 0 ? 0 : 1), 0, 0, "pbd %dD wall: a grain off the surface is left alone", d);
+}
+
 int main(void)
 {
   printf("%-74s %-20s %-20s %-7s %s\n", "check", "value", "expected", "tol", "result");
@@ -2779,6 +2847,9 @@ int main(void)
 
   section("14. The mu(I) rheology (Jop et al. 2006; Daviet and Bertails-Descoubes 2016 s. 6.3): the friction law and the inertial number");
   for (int dim = 2; dim <= 3; dim++) test_mu_i(dim);
+
+  section("15. Position-based granular contact (Macklin et al. 2014): contact, static and kinetic friction");
+  for (int dim = 2; dim <= 3; dim++) test_pbd(dim);
 
   printf("\n%d checks, %d failed\n", n_checks, n_failed);
   return n_failed ? 1 : 0;

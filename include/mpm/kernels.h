@@ -458,6 +458,21 @@ typedef enum { MPM_CONTACT_NONE = 0, MPM_CONTACT_MOVED, MPM_CONTACT_HELD } MPMCo
 MPMContact mpm_collide_node(int dim, MPMBCMode mode, double mu, double phi, const double *n, const double *vb, double dt, double tol, double *v);
 
 /* ------------------------------------------------------------------------ */
+/* Position-based granular contact (Macklin et al. 2014; src/kernels/pbd.c)  */
+/* ------------------------------------------------------------------------ */
+/* Friction of a contact of penetration d: the tangential part t of the
+ * relative displacement rel (normal n) to remove, all of it while |t| <
+ * mu_s d (static), else mu_k d of it (kinetic). */
+void   mpm_pbd_friction(int dim, const double *n, const double *rel, double d, double mu_s, double mu_k, double *t);
+/* Two grains: contact and friction corrections da, db; returns the
+ * penetration (<= 0: none).  Call with the pair in one fixed order. */
+double mpm_pbd_pair(int dim, const double *xa, const double *xb, const double *x0a, const double *x0b, double ra, double rb, double wa, double wb, double mu_s, double mu_k,
+                    double *da, double *db);
+/* A grain against a surface (signed distance phi, normal n), having moved
+ * disp relative to it: the correction dx; returns the penetration. */
+double mpm_pbd_wall(int dim, double phi, const double *n, const double *disp, double r, double mu_s, double mu_k, double *dx);
+
+/* ------------------------------------------------------------------------ */
 /* Counter-based random numbers: rank-invariant seeding                       */
 /* ------------------------------------------------------------------------ */
 static inline uint64_t mpm_hash64(uint64_t x)

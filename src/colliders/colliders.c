@@ -217,6 +217,46 @@ static PetscBool Near(MPMColliders c, PetscInt species, const double *x, double 
   return PETSC_FALSE;
 }
 
+/* A grain of the position-based solver (radius r, -integrator pbd) at x
+ * that was at x0 when the substep of length dt began, against every
+ * object acting on its species: the seed's contact and friction with the
+ * object as an immovable grain (mpm_pbd_wall).  Mode separate uses the
+ * object's friction coefficient as both static and kinetic one (the
+ * Coulomb limit), slip none, sticky an unbounded one.  Returns how many
+ * objects the grain touches; touched[k] is the k-th one and dx[k d ..]
+ * its correction.  Books nothing (MPMCollidersBookGrain does). */
+PetscInt MPMCollidersGrain(MPMColliders c, PetscInt species, const double *x0, const double *x, double r, double dt, PetscInt *touched, double *dx)
+{
+  const PetscInt d = c->dim;
+  PetscInt       k = 0;
+  for (PetscInt o = 0; o < c->nobj; o++) {
+    const MPMCollider *obj = &c->obj[o];
+    double             n[3], vb[3], disp[3];
+    if (obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
+    const double phi = MPMPlacedShapeEval(&obj->ps, d, x, n, vb);
+    if (phi >= r) continue;
+    const double mu = obj->mode == MPM_BC_SLIP ? 0.0 : (obj->mode == MPM_BC_STICKY ? PETSC_MAX_REAL : obj->friction);
+    for (PetscInt a = 0; a < d; a++) disp[a] = (x[a] - x0[a]) - vb[a] * dt;
+    if (mpm_pbd_wall((int)d, phi, n, disp, r, mu, mu, dx + k * d) > 0) touched[k++] = o;
+  }
+  return k;
+}
+
+/* Book on object o the impulse of a grain of mass m at x whose velocity
+ * the object changed by dv: -m dv, and its moment about the centre. */
+void MPMCollidersBookGrain(MPMColliders c, PetscInt o, const double *x, double m, const double *dv)
+{
+  double *imp = c->impulse + 6 * o, J[3] = {0, 0, 0}, r[3] = {0, 0, 0};
+  for (PetscInt a = 0; a < c->dim; a++) {
+    J[a] = -m * dv[a];
+    r[a] = x[a] - c->obj[o].ps.c[a];
+    imp[a] += J[a];
+  }
+  imp[3] += r[1] * J[2] - r[2] * J[1];
+  imp[4] += r[2] * J[0] - r[0] * J[2];
+  imp[5] += r[0] * J[1] - r[1] * J[0];
+}
+
 /* Whether a dynamic body acting on the species is within `reach` of x. */
 PetscBool MPMCollidersNearBody(MPMColliders c, PetscInt species, const double *x, double reach) { return Near(c, species, x, reach, PETSC_TRUE); }
 

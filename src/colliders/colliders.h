@@ -51,6 +51,10 @@ PetscInt       MPMCollidersGeometrySize(MPMColliders c);
 void           MPMCollidersGeometry(MPMColliders c, PetscInt species, const double *x, double *geo);
 void           MPMCollidersProject(MPMColliders c, PetscInt species, const double *x, double dt, double *v, double *Pi);
 void           MPMCollidersAdvance(MPMColliders c, double dt);
+/* Grains of -integrator pbd: contact and friction with every object, and
+ * the impulse booked on one */
+PetscInt       MPMCollidersGrain(MPMColliders c, PetscInt species, const double *x0, const double *x, double r, double dt, PetscInt *touched, double *dx);
+void           MPMCollidersBookGrain(MPMColliders c, PetscInt o, const double *x, double m, const double *dv);
 double         MPMCollidersFreeFraction(MPMColliders c, PetscInt species, const double *x, double h);
 PetscBool      MPMColliderReported(const MPMCollider *o);
 /* bodies.c: two-way coupled rigid bodies */

@@ -54,7 +54,8 @@ PetscErrorCode MPMFunctionListNames(PetscFunctionList list, char *buf, size_t le
 /* ---------------------------------------------------------------- events */
 extern PetscLogEvent MPM_EVENT_P2G, MPM_EVENT_GRID_UPDATE, MPM_EVENT_G2P, MPM_EVENT_CONSTITUTIVE, MPM_EVENT_MIGRATE, MPM_EVENT_GHOST, MPM_EVENT_OUTPUT, MPM_EVENT_SORT,
   MPM_EVENT_SEED, MPM_EVENT_REDUCE, MPM_EVENT_CHECKPOINT, MPM_EVENT_CATALYST, MPM_EVENT_BALANCE,
-  MPM_EVENT_RESIDUAL, MPM_EVENT_JACOBIAN_MULT, MPM_EVENT_PMAT, MPM_EVENT_FORMS, MPM_EVENT_DCFP;
+  MPM_EVENT_RESIDUAL, MPM_EVENT_JACOBIAN_MULT, MPM_EVENT_PMAT, MPM_EVENT_FORMS, MPM_EVENT_DCFP,
+  MPM_EVENT_NEIGHBOURS, MPM_EVENT_CONTACTS;
 PetscErrorCode MPMLogEventsRegister(void);
 
 /* ------------------------------------------------------- the slab layout */
@@ -401,6 +402,24 @@ PetscErrorCode MPMGhostLayersCreate(MPMGridField *gf, MPMGhostLayers *gl);
 PetscErrorCode MPMGhostLayersDestroy(MPMGhostLayers *gl);
 PetscErrorCode MPMGhostLayersGather(MPMGhostLayers *gl, Vec global, Vec local);
 PetscErrorCode MPMGhostLayersScatterAdd(MPMGhostLayers *gl, Vec local, Vec global);
+/* Particle halos (-integrator pbd): read-only copies, on other ranks, of
+ * the particles within a reach of those ranks' particles along the slab
+ * axis.  MPMHaloSetUp decides who gets what (one Allgather of every rank's
+ * span, one Alltoall of counts); MPMHaloForward sends any per-particle
+ * record from the owners to the copies (point to point, to the ranks that
+ * need it).  Zero-initialize before the first set-up. */
+typedef struct {
+  PetscMPIInt *scount, *rcount, *soff, *roff; /* per rank, in records */
+  PetscInt     nsend, nrecv, capsend;
+  PetscInt    *send;   /* local indices of the particles sent, grouped by rank */
+  char        *buf;    /* packed send records */
+  size_t       capbuf;
+  MPI_Request *req;
+  double       bytes;  /* bytes this rank sent since the caller last zeroed it */
+} MPMHalo;
+PetscErrorCode MPMHaloSetUp(MPMSim sim, PetscInt n, const double *x, double reach, MPMHalo *h);
+PetscErrorCode MPMHaloForward(MPMSim sim, MPMHalo *h, const void *src, size_t bytes, void *dst);
+PetscErrorCode MPMHaloDestroy(MPMHalo *h);
 PetscErrorCode MPMGlobalStepReduce(MPI_Comm comm, MPMStepReduction *red);
 double         MPMBalanceImbalance(const MPMSim sim, const MPMStepReduction *red);
 PetscErrorCode MPMGlobalSum(MPI_Comm comm, double *buf, PetscInt n);

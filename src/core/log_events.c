@@ -4,7 +4,8 @@
 
 PetscLogEvent MPM_EVENT_P2G, MPM_EVENT_GRID_UPDATE, MPM_EVENT_G2P, MPM_EVENT_CONSTITUTIVE, MPM_EVENT_MIGRATE, MPM_EVENT_GHOST,
   MPM_EVENT_OUTPUT, MPM_EVENT_SORT, MPM_EVENT_SEED, MPM_EVENT_REDUCE, MPM_EVENT_CHECKPOINT, MPM_EVENT_CATALYST, MPM_EVENT_BALANCE,
-  MPM_EVENT_RESIDUAL, MPM_EVENT_JACOBIAN_MULT, MPM_EVENT_PMAT, MPM_EVENT_FORMS, MPM_EVENT_DCFP;
+  MPM_EVENT_RESIDUAL, MPM_EVENT_JACOBIAN_MULT, MPM_EVENT_PMAT, MPM_EVENT_FORMS, MPM_EVENT_DCFP,
+  MPM_EVENT_NEIGHBOURS, MPM_EVENT_CONTACTS;
 
 PetscErrorCode MPMLogEventsRegister(void)
 {
@@ -33,5 +34,7 @@ PetscErrorCode MPMLogEventsRegister(void)
   PetscCall(PetscLogEventRegister("MPMPmatAssembly", classid, &MPM_EVENT_PMAT));          /* implicit: the assembled preconditioner matrix */
   PetscCall(PetscLogEventRegister("MPMForms", classid, &MPM_EVENT_FORMS));                /* nonsmooth: the forms B, k and the Delassus blocks */
   PetscCall(PetscLogEventRegister("MPMDCFPSolve", classid, &MPM_EVENT_DCFP));             /* nonsmooth: the Gauss-Seidel sweeps */
+  PetscCall(PetscLogEventRegister("MPMNeighbours", classid, &MPM_EVENT_NEIGHBOURS));      /* pbd: prediction, halo set-up, the spatial hash */
+  PetscCall(PetscLogEventRegister("MPMContacts", classid, &MPM_EVENT_CONTACTS));          /* pbd: the Jacobi sweeps (halo refreshes inside) */
   PetscFunctionReturn(PETSC_SUCCESS);
 }

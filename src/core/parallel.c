@@ -9,6 +9,9 @@
  *                        the owned nodes and copy those themselves
  *   MPMMigrate           particles of every species that left the slab move
  *                        to their owner
+ *   MPMHalo*             particle halos (-integrator pbd): copies of the
+ *                        particles within a reach of another rank's
+ *                        particles, sent forward from their owners
  *   MPMGlobalStepReduce  the one reduction per step: time step, particle
  *                        count, particles that left the domain
  *   MPMGlobalSum/Max/Offset, MPMAllGatherInt64, MPMAllGatherVInt64 (split
@@ -440,5 +443,113 @@ PetscErrorCode MPMRanksOnNode(MPI_Comm comm, int *n)
   PetscCallMPI(MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node));
   PetscCallMPI(MPI_Comm_size(node, n));
   PetscCallMPI(MPI_Comm_free(&node));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ------------------------------------------------------- particle halos */
+/* The ranks whose particles span [lo, hi] along the slab axis, expanded
+ * by the reach, that overlap this rank's span: the only ones a halo can
+ * come from or go to. */
+static PetscErrorCode HaloPartners(MPI_Comm comm, PetscMPIInt size, PetscMPIInt rank, double lo, double hi, double reach, double *span, PetscMPIInt *partner, PetscMPIInt *npartner)
+{
+  double mine[2] = {lo, hi};
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Allgather(mine, 2, MPI_DOUBLE, span, 2, MPI_DOUBLE, comm));
+  *npartner = 0;
+  for (PetscMPIInt r = 0; r < size; r++) {
+    if (r == rank || span[2 * r] > span[2 * r + 1] || lo > hi) continue; /* itself, or either side has no particles */
+    if (span[2 * r] - reach <= hi && span[2 * r + 1] + reach >= lo) partner[(*npartner)++] = r;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Collective.  Decide which of this rank's n particles (positions x, dim
+ * values each) other ranks need: those within `reach` along the slab axis
+ * of the span of that rank's particles (so every pair closer than reach
+ * has both grains on both ranks), and how many this rank receives.  The
+ * halo is a list of local indices per destination rank, in ascending
+ * order; received copies arrive in rank order. */
+PetscErrorCode MPMHaloSetUp(MPMSim sim, PetscInt n, const double *x, double reach, MPMHalo *h)
+{
+  const PetscInt ax = sim->layout.slab_axis, d = sim->dim;
+  double        *span, lo = PETSC_MAX_REAL, hi = -PETSC_MAX_REAL;
+  PetscMPIInt   *partner, np;
+
+  PetscFunctionBeginUser;
+  if (!h->scount) PetscCall(PetscCalloc4(sim->size, &h->scount, sim->size, &h->rcount, sim->size + 1, &h->soff, sim->size + 1, &h->roff));
+  for (PetscInt q = 0; q < n; q++) {
+    lo = PetscMin(lo, x[q * d + ax]);
+    hi = PetscMax(hi, x[q * d + ax]);
+  }
+  PetscCall(PetscMalloc2(2 * sim->size, &span, sim->size, &partner));
+  PetscCall(HaloPartners(sim->comm, sim->size, sim->rank, lo, hi, reach, span, partner, &np));
+  for (PetscMPIInt r = 0; r < sim->size; r++) h->scount[r] = 0;
+  for (PetscMPIInt k = 0; k < np; k++) {
+    const PetscMPIInt r = partner[k];
+    for (PetscInt q = 0; q < n; q++)
+      if (x[q * d + ax] >= span[2 * r] - reach && x[q * d + ax] <= span[2 * r + 1] + reach) h->scount[r]++;
+  }
+  PetscCallMPI(MPI_Alltoall(h->scount, 1, MPI_INT, h->rcount, 1, MPI_INT, sim->comm));
+  for (PetscMPIInt r = 0; r < sim->size; r++) {
+    h->soff[r + 1] = h->soff[r] + h->scount[r];
+    h->roff[r + 1] = h->roff[r] + h->rcount[r];
+  }
+  h->nsend = h->soff[sim->size];
+  h->nrecv = h->roff[sim->size];
+  if (h->nsend > h->capsend) {
+    PetscCall(PetscFree(h->send));
+    h->capsend = h->nsend + h->nsend / 4;
+    PetscCall(PetscMalloc1(h->capsend, &h->send));
+  }
+  for (PetscMPIInt k = 0; k < np; k++) {
+    const PetscMPIInt r = partner[k];
+    PetscInt          c = h->soff[r];
+    for (PetscInt q = 0; q < n; q++)
+      if (x[q * d + ax] >= span[2 * r] - reach && x[q * d + ax] <= span[2 * r + 1] + reach) h->send[c++] = q;
+  }
+  PetscCall(PetscFree2(span, partner));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Collective.  Send record send[k] of src (bytes each) to its rank; the
+ * received records land in dst (nrecv of them, in rank order).  Counts
+ * the bytes this rank sent in h->bytes. */
+PetscErrorCode MPMHaloForward(MPMSim sim, MPMHalo *h, const void *src, size_t bytes, void *dst)
+{
+  const char  *in = (const char *)src;
+  char        *out = (char *)dst;
+  PetscMPIInt  nreq = 0;
+  MPI_Datatype rec;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_GHOST, 0, 0, 0, 0));
+  if (h->nsend * bytes > h->capbuf) {
+    PetscCall(PetscFree(h->buf));
+    h->capbuf = h->nsend * bytes + h->nsend * bytes / 4;
+    PetscCall(PetscMalloc1(h->capbuf, &h->buf));
+  }
+  if (!h->req) PetscCall(PetscMalloc1(2 * sim->size, &h->req));
+  for (PetscInt k = 0; k < h->nsend; k++) PetscCall(PetscMemcpy(h->buf + bytes * (size_t)k, in + bytes * (size_t)h->send[k], bytes));
+  PetscCallMPI(MPI_Type_contiguous((int)bytes, MPI_BYTE, &rec));
+  PetscCallMPI(MPI_Type_commit(&rec));
+  for (PetscMPIInt r = 0; r < sim->size; r++) { /* counts in records, so no int overflow in bytes */
+    if (h->rcount[r]) PetscCallMPI(MPI_Irecv(out + bytes * (size_t)h->roff[r], h->rcount[r], rec, r, 11, sim->comm, &h->req[nreq++]));
+    if (h->scount[r]) PetscCallMPI(MPI_Isend(h->buf + bytes * (size_t)h->soff[r], h->scount[r], rec, r, 11, sim->comm, &h->req[nreq++]));
+  }
+  PetscCallMPI(MPI_Waitall(nreq, h->req, MPI_STATUSES_IGNORE));
+  PetscCallMPI(MPI_Type_free(&rec));
+  h->bytes += (double)bytes * (double)h->nsend;
+  PetscCall(PetscLogEventEnd(MPM_EVENT_GHOST, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMHaloDestroy(MPMHalo *h)
+{
+  PetscFunctionBeginUser;
+  PetscCall(PetscFree4(h->scount, h->rcount, h->soff, h->roff));
+  PetscCall(PetscFree(h->send));
+  PetscCall(PetscFree(h->buf));
+  PetscCall(PetscFree(h->req));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -64,6 +64,10 @@ PetscErrorCode MPMIntegratorStressFields(MPMSpecies *sp, MPMStressFields *f)
   const PetscInt d = sp->p.dim;
 
   PetscFunctionBeginUser;
+  for (PetscInt m = 0; m < sp->nmat; m++)
+    PetscCheck(!(sp->mat[m]->flags & MPM_MATERIAL_GRAIN), PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT,
+               "-%s_type grain: grains are moved by -integrator pbd only; the grid methods need a continuum material (drucker_prager, neo_hookean, hencky_elastic, snow, water)",
+               sp->mat[m]->name);
   PetscCall(MPMParticlesRegisterField(&sp->p, "C", MPM_FIELD_REAL, d * d, NULL, MPM_FIELD_STATE, &f->f_C));
   sp->f_affine = f->f_C; /* an initial velocity gradient is APIC's C (Klar et al. s. 5.7) */
   PetscCall(MPMParticlesRegisterField(&sp->p, "tau", MPM_FIELD_REAL, d * d, NULL, MPM_FIELD_STATE, &f->f_tau));

@@ -24,6 +24,7 @@ PetscErrorCode MPMIntegratorRegisterAll(void)
   PetscCall(MPMIntegratorRegister("semi_implicit", MPMIntegratorCreate_SemiImplicit));
   PetscCall(MPMIntegratorRegister("mixture", MPMIntegratorCreate_Mixture));
   PetscCall(MPMIntegratorRegister("nonsmooth", MPMIntegratorCreate_Nonsmooth));
+  PetscCall(MPMIntegratorRegister("pbd", MPMIntegratorCreate_PBD));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -138,5 +138,6 @@ PetscErrorCode MPMIntegratorCreate_Implicit(MPMIntegrator);
 PetscErrorCode MPMIntegratorCreate_SemiImplicit(MPMIntegrator);
 PetscErrorCode MPMIntegratorCreate_Mixture(MPMIntegrator);
 PetscErrorCode MPMIntegratorCreate_Nonsmooth(MPMIntegrator);
+PetscErrorCode MPMIntegratorCreate_PBD(MPMIntegrator);
 
 #endif

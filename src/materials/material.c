@@ -26,6 +26,7 @@ PetscErrorCode MPMMaterialRegisterAll(void)
   PetscCall(MPMMaterialRegister("hencky_elastic", MPMMaterialCreate_Hencky));
   PetscCall(MPMMaterialRegister("snow", MPMMaterialCreate_Snow));
   PetscCall(MPMMaterialRegister("water", MPMMaterialCreate_Water));
+  PetscCall(MPMMaterialRegister("grain", MPMMaterialCreate_Grain));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -144,9 +145,17 @@ static PetscErrorCode SpeciesAddMaterial(MPMSpecies *sp, MPMMaterial m)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Grains (-integrator pbd) have no elastoplastic state: a species of
+ * grains only carries the fields every particle has. */
 static PetscErrorCode SpeciesDeclareFields(MPMSpecies *sp)
 {
+  PetscInt ngrain = 0;
+
   PetscFunctionBeginUser;
+  for (PetscInt m = 0; m < sp->nmat; m++) ngrain += (sp->mat[m]->flags & MPM_MATERIAL_GRAIN) ? 1 : 0;
+  PetscCheck(ngrain == 0 || ngrain == sp->nmat, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT,
+             "-materials mixes grains (-<m>_type grain, moved by -integrator pbd) with continuum materials; a run uses one or the other");
+  if (ngrain) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(DeclareSharedFields(&sp->p));
   for (PetscInt m = 0; m < sp->nmat; m++)
     if (sp->mat[m]->ops.declare_fields) PetscCall(sp->mat[m]->ops.declare_fields(sp->mat[m], &sp->p));

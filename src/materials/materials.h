@@ -34,6 +34,7 @@ typedef struct {
 #define MPM_MATERIAL_PORE    8u /* fills only part of its particles' volume (pore water): needs a two-phase integrator */
 #define MPM_MATERIAL_WET     32u /* its cohesion follows the water saturation a two-phase integrator sets (field "saturation") */
 #define MPM_MATERIAL_UNILATERAL 64u /* its ops.elastic_trial is the unilateral energy: only a solve with plasticity lagged uses it */
+#define MPM_MATERIAL_GRAIN   128u /* a rigid grain of the position-based solver (-integrator pbd), no stress: only that integrator moves it */
 #define MPM_MATERIAL_LAGGED  16u /* ops.elastic_trial (solids) or ops.fluid_trial (fluids): the elastic stress for solves with plasticity lagged */
 
 typedef struct {
@@ -162,5 +163,13 @@ PetscErrorCode MPMMaterialCreate_NeoHookean(MPMMaterial, PetscOptionItems *);
 PetscErrorCode MPMMaterialCreate_Hencky(MPMMaterial, PetscOptionItems *);
 PetscErrorCode MPMMaterialCreate_Snow(MPMMaterial, PetscOptionItems *);
 PetscErrorCode MPMMaterialCreate_Water(MPMMaterial, PetscOptionItems *);
+PetscErrorCode MPMMaterialCreate_Grain(MPMMaterial, PetscOptionItems *);
+
+/* The parameters of -<m>_type grain (m->ctx), read by -integrator pbd. */
+typedef struct {
+  double radius; /* [m] */
+  double mu_s;   /* static friction coefficient [-] */
+  double mu_k;   /* kinetic friction coefficient [-] */
+} MPMGrainParams;
 
 #endif

@@ -1,0 +1,578 @@
+/* Position-based granular dynamics (-integrator pbd): Macklin et al. 2014,
+ * "Unified particle physics for real-time applications", s. 6.1, as the
+ * seed pbd-granular-position-based-friction describes it.  Grains are the
+ * particles (materials of -<m>_type grain); there is no grid.  Per substep
+ * of length ds = dt / -pbd_substeps:
+ *
+ *   predict    v += g ds, x0 = x, x = x + v ds
+ *   neighbours every grain within the contact distance plus a margin, by a
+ *              spatial hash of cells one interaction distance wide (the
+ *              seed's, after Mueller), from this rank's grains and the halo
+ *              copies of other ranks' grains (MPMHaloSetUp, parallel.c)
+ *   iterate    -pbd_iterations Jacobi sweeps: each grain sums the contact
+ *              and friction corrections of its contacts with grains
+ *              (mpm_pbd_pair) and objects (MPMCollidersGrain) and moves by
+ *              -pbd_relaxation x their mean (the seed's constraint
+ *              averaging); the copies' positions are refreshed from their
+ *              owners after every sweep (MPMHaloForward)
+ *   velocity   v = (x - x0) / ds; below -pbd_sleep_threshold the grain
+ *              stays at x0 at rest
+ *
+ * Rank invariance: a grain's correction depends only on its own and its
+ * neighbours' positions, every pair is evaluated with the grain of smaller
+ * id first (so both owners compute the same bits) and a grain sums its
+ * contacts in the order of its neighbours' ids, so the result does not
+ * depend on which rank holds what, nor on the particles' storage order:
+ * the same bits at any rank count.  No correction is sent back to an
+ * owner; each owner computes its grains' contacts itself. */
+#include "integrators.h"
+
+#include <mpm/kernels.h>
+
+#define PBD_NSTAT       4
+#define PBD_MAX_OBJECTS 64 /* walls and objects a grain may touch at once */
+
+typedef struct {
+  int64_t id;
+  int32_t mat, pad;
+  double  w;     /* inverse mass of the solve (shock propagation scales it) */
+  double  x0[3]; /* position at the start of the substep */
+  double  x[3];  /* predicted position */
+} PBDRecord;
+
+typedef struct {
+  PetscInt        substeps, iterations, stabilize;
+  double          relax, margin, sleep, shock;
+  PetscInt        nmat;
+  MPMGrainParams **grain; /* per material (the materials' own parameters) */
+  double          rmin, rmax, reach;
+  MPMHalo         halo;
+  /* scratch over the rank's grains and then the copies (N = n + nrecv) */
+  PetscInt        cap;
+  PBDRecord      *rec;
+  double         *x;   /* current positions, N x dim */
+  double         *x0;  /* positions at the substep's start (pre-stabilized), N x dim */
+  double         *dx;  /* a sweep's corrections of the owned grains, n x dim */
+  /* neighbours of the owned grains (CSR, sorted by id) */
+  PetscInt       *nb_off, *nb, capnb;
+  /* the spatial hash */
+  PetscInt        tsize, captable;
+  PetscInt       *bucket_start, *bucket;
+  int64_t        *key;
+  MPMStepStats    st;
+} PBD;
+
+static PetscErrorCode PBDOptions(MPMIntegrator integ, MPMSim sim)
+{
+  PBD *pb;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscNew(&pb));
+  integ->data    = pb;
+  pb->substeps   = 2; /* FleX's granular defaults: 2 substeps x 12 iterations */
+  pb->iterations = 12;
+  pb->relax      = 1.0;
+  pb->stabilize  = 2;
+  pb->margin     = 0.1;
+  PetscOptionsBegin(sim->comm, integ->prefix, "Position-based granular integrator (-integrator pbd)", NULL);
+  PetscCall(MPMOptionsInt("-substeps", "Substeps per time step [-]", NULL, pb->substeps, &pb->substeps, NULL));
+  PetscCall(MPMOptionsInt("-iterations", "Jacobi iterations of the contacts per substep [-]", NULL, pb->iterations, &pb->iterations, NULL));
+  PetscCall(MPMOptionsInt("-stabilization_iterations", "Pre-stabilization sweeps per substep: contacts solved on the start positions, moving both them and the prediction, so overlap left from earlier steps is removed without turning into velocity (Macklin et al. 2014 s. 4.4) [-]", NULL, pb->stabilize, &pb->stabilize, NULL));
+  PetscCall(MPMOptionsReal("-relaxation", "Relaxation factor omega of the averaged corrections, in (0, 2] [-]", NULL, pb->relax, &pb->relax, NULL));
+  PetscCall(MPMOptionsReal("-neighbor_margin", "Neighbour search distance beyond contact, in grain diameters, in [0, 1] [-]", NULL, pb->margin, &pb->margin, NULL));
+  PetscCall(MPMOptionsReal("-sleep_threshold", "Grains slower than this after a substep stay where they were, at rest (0: off) [m/s]", NULL, pb->sleep, &pb->sleep, NULL));
+  PetscCall(MPMOptionsReal("-shock_propagation", "Shock propagation k: the solve's inverse mass of a grain at height z is exp(-k z) / m (0: off) [1/m]", NULL, pb->shock, &pb->shock, NULL));
+  PetscOptionsEnd();
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode PBDCheck(MPMIntegrator integ, MPMSim sim)
+{
+  const PBD *pb = (const PBD *)integ->data;
+
+  PetscFunctionBeginUser;
+  PetscCheck(pb->substeps >= 1 && pb->substeps <= 1000, sim->comm, PETSC_ERR_USER_INPUT, "-pbd_substeps must be in [1, 1000], got %" PetscInt_FMT, pb->substeps);
+  PetscCheck(pb->iterations >= 1 && pb->iterations <= 10000, sim->comm, PETSC_ERR_USER_INPUT, "-pbd_iterations must be in [1, 10000], got %" PetscInt_FMT, pb->iterations);
+  PetscCheck(pb->stabilize >= 0 && pb->stabilize <= 10000, sim->comm, PETSC_ERR_USER_INPUT, "-pbd_stabilization_iterations must be in [0, 10000], got %" PetscInt_FMT, pb->stabilize);
+  PetscCheck(pb->relax > 0 && pb->relax <= 2, sim->comm, PETSC_ERR_USER_INPUT, "-pbd_relaxation must be in (0, 2], got %g", pb->relax);
+  PetscCheck(pb->margin >= 0 && pb->margin <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-pbd_neighbor_margin must be in [0, 1], got %g", pb->margin);
+  PetscCheck(pb->sleep >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-pbd_sleep_threshold must be >= 0 m/s, got %g", pb->sleep);
+  PetscCheck(pb->shock >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-pbd_shock_propagation must be >= 0 1/m, got %g", pb->shock);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* A lattice of spacing s seeds grains of radius r without overlap only if
+ * s >= 2 r. */
+static PetscErrorCode CheckSpacing(MPMSim sim, const PBD *pb, const char *what, const char *name, PetscInt mat, PetscInt ppc)
+{
+  const double s = sim->layout.h / ppc, r = pb->grain[mat]->radius;
+
+  PetscFunctionBeginUser;
+  PetscCheck(s >= 2 * r * (1 - 1e-12), sim->comm, PETSC_ERR_USER_INPUT,
+             "%s '%s' seeds grains %g m apart (-dx / -%s_ppc), less than the diameter %g m of material '%s' (-%s_radius): the grains would start overlapping; use -%s_ppc <= %d or a larger -dx",
+             what, name, s, name, 2 * r, sim->species[0]->mat[mat]->name, sim->species[0]->mat[mat]->name, name, (int)PetscMax(1, floor(sim->layout.h / (2 * r) + 1e-9)));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode PBDSetUp(MPMIntegrator integ, MPMSim sim)
+{
+  PBD        *pb = (PBD *)integ->data;
+  MPMSpecies *sp = sim->species[0];
+
+  PetscFunctionBeginUser;
+  PetscCheck(sim->nspecies == 1, sim->comm, PETSC_ERR_SUP, "-integrator pbd moves one species");
+  PetscCheck(sim->colliders->nobj <= PBD_MAX_OBJECTS, sim->comm, PETSC_ERR_SUP, "-integrator pbd handles at most %d objects and walls, the deck has %" PetscInt_FMT, PBD_MAX_OBJECTS, sim->colliders->nobj);
+  PetscCheck(sim->colliders->ndynamic == 0, sim->comm, PETSC_ERR_USER_INPUT, "-integrator pbd does not move dynamic bodies (-<object>_dynamic); their objects must have prescribed motion");
+  pb->nmat = sp->nmat;
+  PetscCall(PetscMalloc1(sp->nmat, &pb->grain));
+  pb->rmin = PETSC_MAX_REAL;
+  for (PetscInt m = 0; m < sp->nmat; m++) {
+    PetscCheck(sp->mat[m]->flags & MPM_MATERIAL_GRAIN, sim->comm, PETSC_ERR_USER_INPUT, "-integrator pbd moves grains: -%s_type must be grain, got %s", sp->mat[m]->name, sp->mat[m]->type);
+    pb->grain[m] = (MPMGrainParams *)sp->mat[m]->ctx;
+    pb->rmin     = PetscMin(pb->rmin, pb->grain[m]->radius);
+    pb->rmax     = PetscMax(pb->rmax, pb->grain[m]->radius);
+  }
+  pb->reach = 2 * pb->rmax * (1 + pb->margin);
+  for (PetscInt r = 0; r < sim->nreg; r++) PetscCall(CheckSpacing(sim, pb, "Region", sim->reg[r].name, sim->reg[r].mat, sim->reg[r].ppc));
+  for (PetscInt e = 0; e < sim->nem; e++) PetscCall(CheckSpacing(sim, pb, "Emitter", sim->em[e].name, sim->em[e].mat, sim->em[e].ppc));
+  pb->st.n = PBD_NSTAT;
+  PetscCall(PetscStrncpy(pb->st.name[0], "pbd_iterations", sizeof(pb->st.name[0])));
+  PetscCall(PetscStrncpy(pb->st.name[1], "pbd_contacts", sizeof(pb->st.name[1])));
+  PetscCall(PetscStrncpy(pb->st.name[2], "pbd_max_overlap", sizeof(pb->st.name[2])));
+  PetscCall(PetscStrncpy(pb->st.name[3], "pbd_halo_bytes", sizeof(pb->st.name[3])));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* A grain moves at most -cfl of the smallest radius per substep. */
+static double PBDStableDt(MPMIntegrator integ, const MPMSim sim, double vmax)
+{
+  const PBD *pb = (const PBD *)integ->data;
+  if (sim->dt_fixed > 0) return sim->dt_fixed;
+  double dt = sim->dt_max;
+  if (vmax > 0) dt = PetscMin(dt, pb->substeps * sim->cfl * pb->rmin / vmax);
+  return dt;
+}
+
+/* ------------------------------------------------------------ scratch */
+/* Room for N grains; the first `keep` records survive a reallocation. */
+static PetscErrorCode Reserve(PBD *pb, PetscInt N, PetscInt keep, PetscInt dim)
+{
+  PBDRecord *rec;
+
+  PetscFunctionBeginUser;
+  if (pb->rec && N <= pb->cap) PetscFunctionReturn(PETSC_SUCCESS);
+  pb->cap = N + N / 4 + 16;
+  PetscCall(PetscMalloc1(pb->cap, &rec));
+  if (keep) PetscCall(PetscArraycpy(rec, pb->rec, keep));
+  PetscCall(PetscFree(pb->rec));
+  pb->rec = rec;
+  PetscCall(PetscFree3(pb->x, pb->x0, pb->dx));
+  PetscCall(PetscMalloc3(pb->cap * dim, &pb->x, pb->cap * dim, &pb->x0, pb->cap * dim, &pb->dx));
+  PetscCall(PetscFree(pb->key));
+  PetscCall(PetscFree(pb->nb_off));
+  PetscCall(PetscMalloc1(pb->cap, &pb->key));
+  PetscCall(PetscMalloc1(pb->cap + 1, &pb->nb_off));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ------------------------------------------------------- spatial hash */
+/* Cell coordinates (offset to stay positive) packed in 21 bits each. */
+static int64_t CellKey(const double *x, PetscInt dim, const double *lo, double cs, int64_t *c)
+{
+  int64_t k = 0;
+  for (PetscInt a = 0; a < 3; a++) {
+    c[a] = a < dim ? (int64_t)floor((x[a] - lo[a]) / cs) + (1 << 20) : (1 << 20);
+    c[a] = PetscMin(PetscMax(c[a], 0), (1 << 21) - 1);
+    k    = (k << 21) | c[a];
+  }
+  return k;
+}
+
+/* The seed's hash (Mueller's primes) of a cell into a table of tsize (a
+ * power of two) buckets. */
+static PetscInt Bucket(const int64_t *c, PetscInt tsize)
+{
+  const uint64_t h = ((uint64_t)c[0] * 92837111ULL) ^ ((uint64_t)c[1] * 689287499ULL) ^ ((uint64_t)c[2] * 283923481ULL);
+  return (PetscInt)(h & (uint64_t)(tsize - 1));
+}
+
+/* All N grains into the hash: a counting sort by bucket. */
+static PetscErrorCode HashBuild(PBD *pb, PetscInt N, PetscInt dim, const double *lo)
+{
+  PetscFunctionBeginUser;
+  pb->tsize = 64;
+  while (pb->tsize < 2 * N) pb->tsize *= 2;
+  if (pb->tsize + 1 > pb->captable || N > pb->captable) {
+    PetscCall(PetscFree2(pb->bucket_start, pb->bucket));
+    pb->captable = PetscMax(pb->tsize + 1, N);
+    PetscCall(PetscMalloc2(pb->captable, &pb->bucket_start, pb->captable, &pb->bucket));
+  }
+  PetscCall(PetscArrayzero(pb->bucket_start, pb->tsize + 1));
+  for (PetscInt q = 0; q < N; q++) {
+    int64_t c[3];
+    pb->key[q] = CellKey(pb->x + q * dim, dim, lo, pb->reach, c);
+    pb->bucket_start[Bucket(c, pb->tsize) + 1]++;
+  }
+  for (PetscInt b = 0; b < pb->tsize; b++) pb->bucket_start[b + 1] += pb->bucket_start[b];
+  for (PetscInt q = 0; q < N; q++) {
+    int64_t c[3];
+    CellKey(pb->x + q * dim, dim, lo, pb->reach, c);
+    const PetscInt b = Bucket(c, pb->tsize);
+    pb->bucket[pb->bucket_start[b]++] = q;
+  }
+  for (PetscInt b = pb->tsize; b > 0; b--) pb->bucket_start[b] = pb->bucket_start[b - 1]; /* undo the fill's advance */
+  pb->bucket_start[0] = 0;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Neighbours of owned grain i among the N: the grains of the 3^dim cells
+ * around it closer than the contact distance plus the margin, sorted by
+ * id (insertion sort: a grain has a dozen). */
+static PetscErrorCode Neighbours(PBD *pb, PetscInt i, PetscInt dim, const double *lo, PetscInt *len)
+{
+  const double *xi = pb->x + i * dim, ri = pb->grain[pb->rec[i].mat]->radius, slack = 2 * pb->rmax * pb->margin;
+  int64_t       ci[3];
+  PetscInt      k0 = pb->nb_off[i], k = k0;
+
+  PetscFunctionBeginUser;
+  CellKey(xi, dim, lo, pb->reach, ci);
+  for (int dz = (dim == 3 ? -1 : 0); dz <= (dim == 3 ? 1 : 0); dz++)
+    for (int dy = -1; dy <= 1; dy++)
+      for (int dx = -1; dx <= 1; dx++) {
+        const int64_t c[3] = {ci[0] + dx, ci[1] + dy, ci[2] + dz}, ck = (c[0] << 42) | (c[1] << 21) | c[2];
+        const PetscInt b = Bucket(c, pb->tsize);
+        for (PetscInt e = pb->bucket_start[b]; e < pb->bucket_start[b + 1]; e++) {
+          const PetscInt j = pb->bucket[e];
+          if (j == i || pb->key[j] != ck) continue; /* itself, or another cell in the same bucket */
+          const double  dist = ri + pb->grain[pb->rec[j].mat]->radius + slack;
+          double        r2   = 0;
+          for (PetscInt a = 0; a < dim; a++) r2 += (xi[a] - pb->x[j * dim + a]) * (xi[a] - pb->x[j * dim + a]);
+          if (r2 >= dist * dist) continue;
+          if (k >= pb->capnb) {
+            pb->capnb = 2 * pb->capnb + 1024;
+            PetscCall(PetscRealloc(sizeof(PetscInt) * pb->capnb, &pb->nb));
+          }
+          PetscInt at = k++; /* insert by id */
+          while (at > k0 && pb->rec[pb->nb[at - 1]].id > pb->rec[j].id) {
+            pb->nb[at] = pb->nb[at - 1];
+            at--;
+          }
+          pb->nb[at] = j;
+        }
+      }
+  *len = k - k0;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ------------------------------------------------------------- substep */
+static double InverseMass(const PBD *pb, const MPMSim sim, const double *x0, double m)
+{
+  if (pb->shock <= 0) return 1.0 / m;
+  double g2 = 0, z = 0;
+  for (PetscInt a = 0; a < sim->dim; a++) g2 += sim->gravity[a] * sim->gravity[a];
+  for (PetscInt a = 0; a < sim->dim; a++) z -= x0[a] * sim->gravity[a] / sqrt(g2 > 0 ? g2 : 1.0);
+  return exp(-pb->shock * z) / m;
+}
+
+/* Gravity, the prediction, the records of every owned grain, then the
+ * halo: the copies' records arrive after the owned ones. */
+static PetscErrorCode Predict(PBD *pb, MPMSim sim, double ds, PetscInt *N)
+{
+  MPMParticles  *p  = &sim->species[0]->p;
+  const PetscInt d  = sim->dim, n = p->n;
+  double        *x  = MPMFieldReal(p, p->f_x), *v = MPMFieldReal(p, p->f_v);
+  const double  *m  = MPMFieldReal(p, p->f_m), gs = MPMGravityScale(sim);
+  const int64_t *id = MPMFieldInt64(p, p->f_id);
+  const int32_t *mt = MPMFieldInt32(p, p->f_mat);
+
+  PetscFunctionBeginUser;
+  PetscCall(Reserve(pb, n, 0, d));
+  for (PetscInt q = 0; q < n; q++) {
+    PBDRecord *r = &pb->rec[q];
+    r->id        = id[q];
+    r->mat       = mt[q];
+    r->pad       = 0;
+    for (PetscInt a = 0; a < 3; a++) r->x0[a] = r->x[a] = 0;
+    for (PetscInt a = 0; a < d; a++) {
+      r->x0[a] = x[q * d + a];
+      v[q * d + a] += ds * gs * sim->gravity[a];
+      x[q * d + a] += ds * v[q * d + a];
+      r->x[a] = x[q * d + a];
+    }
+    r->w = InverseMass(pb, sim, r->x0, m[q]);
+  }
+  PetscCall(MPMHaloSetUp(sim, n, x, pb->reach, &pb->halo));
+  *N = n + pb->halo.nrecv;
+  PetscCall(Reserve(pb, *N, n, d));
+  PetscCall(MPMHaloForward(sim, &pb->halo, pb->rec, sizeof(PBDRecord), pb->rec + n));
+  for (PetscInt q = 0; q < *N; q++)
+    for (PetscInt a = 0; a < d; a++) {
+      pb->x[q * d + a]  = pb->rec[q].x[a];
+      pb->x0[q * d + a] = pb->rec[q].x0[a];
+    }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode FindNeighbours(PBD *pb, MPMSim sim, PetscInt N)
+{
+  const PetscInt n = sim->species[0]->p.n, d = sim->dim;
+
+  PetscFunctionBeginUser;
+  PetscCall(HashBuild(pb, N, d, sim->layout.box.origin));
+  pb->nb_off[0] = 0;
+  for (PetscInt i = 0; i < n; i++) {
+    PetscInt len = 0;
+    PetscCall(Neighbours(pb, i, d, sim->layout.box.origin, &len));
+    pb->nb_off[i + 1] = pb->nb_off[i] + len;
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+typedef struct {
+  double contacts, overlap; /* grain-grain contacts (each counted by both grains) and object contacts; largest penetration / radius */
+} PBDSweepStats;
+
+/* One Jacobi sweep over the owned grains at positions pos (owned, then
+ * copies): each grain's averaged correction, relaxed, into pb->dx.  With
+ * friction, the slip is measured from pb->x0 and the objects' share of
+ * the correction is booked as their impulse; without (pre-stabilization,
+ * pos = pb->x0), only the contacts act and nothing is booked. */
+static void Sweep(PBD *pb, MPMSim sim, const double *pos, PetscBool friction, double ds, PBDSweepStats *ss)
+{
+  MPMParticles  *p = &sim->species[0]->p;
+  const PetscInt d = sim->dim, n = p->n;
+  const double  *m = MPMFieldReal(p, p->f_m), *x0 = friction ? pb->x0 : pos;
+  MPMColliders   c = sim->colliders;
+  PetscInt       touched[PBD_MAX_OBJECTS];
+  double         dxw[PBD_MAX_OBJECTS * 3];
+
+  ss->contacts = ss->overlap = 0;
+  for (PetscInt i = 0; i < n; i++) {
+    const PBDRecord      *ri = &pb->rec[i];
+    const MPMGrainParams *gi = pb->grain[ri->mat];
+    const double         *xi = pos + i * d;
+    double                sum[3] = {0, 0, 0}, da[3], db[3], *dxi = pb->dx + i * d;
+    PetscInt              cnt    = 0;
+    for (PetscInt k = pb->nb_off[i]; k < pb->nb_off[i + 1]; k++) {
+      const PetscInt        j  = pb->nb[k];
+      const PBDRecord      *rj = &pb->rec[j];
+      const MPMGrainParams *gj = pb->grain[rj->mat];
+      const double          mus = friction ? 0.5 * (gi->mu_s + gj->mu_s) : 0, muk = friction ? 0.5 * (gi->mu_k + gj->mu_k) : 0;
+      const PetscBool       first = ri->id < rj->id;
+      const double          pen   = first ? mpm_pbd_pair((int)d, xi, pos + j * d, x0 + i * d, x0 + j * d, gi->radius, gj->radius, ri->w, rj->w, mus, muk, da, db)
+                                          : mpm_pbd_pair((int)d, pos + j * d, xi, x0 + j * d, x0 + i * d, gj->radius, gi->radius, rj->w, ri->w, mus, muk, da, db);
+      if (!(pen > 0)) continue;
+      for (PetscInt a = 0; a < d; a++) sum[a] += first ? da[a] : db[a];
+      cnt++;
+      ss->overlap = PetscMax(ss->overlap, pen / PetscMin(gi->radius, gj->radius));
+    }
+    ss->contacts += cnt;
+    const PetscInt nw = MPMCollidersGrain(c, 0, x0 + i * d, xi, gi->radius, friction ? ds : 0.0, touched, dxw);
+    for (PetscInt k = 0; k < nw; k++) {
+      double pen = 0;
+      for (PetscInt a = 0; a < d; a++) {
+        sum[a] += dxw[k * d + a];
+        pen += dxw[k * d + a] * dxw[k * d + a];
+      }
+      ss->overlap = PetscMax(ss->overlap, sqrt(pen) / gi->radius);
+    }
+    cnt += nw;
+    ss->contacts += 2 * nw; /* counted once, like a pair counted by both grains */
+    const double s = cnt ? pb->relax / (double)cnt : 0.0;
+    for (PetscInt a = 0; a < d; a++) dxi[a] = s * sum[a];
+    if (!friction) continue;
+    for (PetscInt k = 0; k < nw; k++) { /* the object's share of the move, as a velocity change over the substep */
+      double dv[3] = {0, 0, 0};
+      for (PetscInt a = 0; a < d; a++) dv[a] = s * dxw[k * d + a] / ds;
+      MPMCollidersBookGrain(c, touched[k], xi, m[i], dv);
+    }
+  }
+}
+
+/* v = (x - x0) / ds; a grain slower than the sleep threshold stays. */
+static void Velocities(PBD *pb, MPMSim sim, double ds)
+{
+  MPMParticles  *p = &sim->species[0]->p;
+  const PetscInt d = sim->dim;
+  double        *x = MPMFieldReal(p, p->f_x), *v = MPMFieldReal(p, p->f_v);
+  for (PetscInt i = 0; i < p->n; i++) {
+    double v2 = 0;
+    for (PetscInt a = 0; a < d; a++) {
+      v[i * d + a] = (x[i * d + a] - pb->x0[i * d + a]) / ds;
+      v2 += v[i * d + a] * v[i * d + a];
+    }
+    if (pb->sleep > 0 && v2 < pb->sleep * pb->sleep)
+      for (PetscInt a = 0; a < d; a++) {
+        x[i * d + a] = pb->x0[i * d + a];
+        v[i * d + a] = 0;
+      }
+  }
+}
+
+/* Refresh the copies of the owned rows of a (N x dim) from their owners. */
+static PetscErrorCode Refresh(PBD *pb, MPMSim sim, double *a)
+{
+  const PetscInt n = sim->species[0]->p.n, d = sim->dim;
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMHaloForward(sim, &pb->halo, a, d * sizeof(double), a + n * d));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Pre-stabilization (Macklin et al. 2014 s. 4.4): the contacts solved on
+ * the start positions move them and the prediction alike. */
+static PetscErrorCode Stabilize(PBD *pb, MPMSim sim, PBDSweepStats *ss)
+{
+  MPMParticles  *p = &sim->species[0]->p;
+  const PetscInt d = sim->dim;
+  double        *x = MPMFieldReal(p, p->f_x);
+
+  PetscFunctionBeginUser;
+  for (PetscInt it = 0; it < pb->stabilize; it++) {
+    Sweep(pb, sim, pb->x0, PETSC_FALSE, 0.0, ss);
+    for (PetscInt k = 0; k < p->n * d; k++) {
+      pb->x0[k] += pb->dx[k];
+      x[k] += pb->dx[k];
+    }
+    PetscCall(Refresh(pb, sim, pb->x0));
+  }
+  if (pb->stabilize) {
+    PetscCall(PetscArraycpy(pb->x, x, p->n * d));
+    PetscCall(Refresh(pb, sim, pb->x));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode Substep(PBD *pb, MPMSim sim, double ds, PBDSweepStats *ss)
+{
+  MPMParticles  *p = &sim->species[0]->p;
+  const PetscInt d = sim->dim;
+  PetscInt       N = 0;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_NEIGHBOURS, 0, 0, 0, 0));
+  PetscCall(Predict(pb, sim, ds, &N));
+  PetscCall(FindNeighbours(pb, sim, N));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_NEIGHBOURS, 0, 0, 0, 0));
+  PetscCall(PetscLogEventBegin(MPM_EVENT_CONTACTS, 0, 0, 0, 0));
+  PetscCall(Stabilize(pb, sim, ss));
+  for (PetscInt it = 0; it < pb->iterations; it++) {
+    double *x = MPMFieldReal(p, p->f_x);
+    if (it > 0) { /* the last sweep's positions: the owned ones, then the copies from their owners */
+      PetscCall(PetscArraycpy(pb->x, x, p->n * d));
+      PetscCall(Refresh(pb, sim, pb->x));
+    }
+    Sweep(pb, sim, pb->x, PETSC_TRUE, ds, ss);
+    for (PetscInt k = 0; k < p->n * d; k++) x[k] = pb->x[k] + pb->dx[k];
+  }
+  PetscCall(PetscLogEventEnd(MPM_EVENT_CONTACTS, 0, 0, 0, 0));
+  Velocities(pb, sim, ds);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode PBDStep(MPMIntegrator integ, MPMSim sim, double dt, double *vmax)
+{
+  PBD          *pb = (PBD *)integ->data;
+  MPMParticles *p  = &sim->species[0]->p;
+  const double  ds = dt / pb->substeps;
+  PBDSweepStats ss = {0, 0};
+  double        sums[2], over;
+
+  PetscFunctionBeginUser;
+  pb->halo.bytes = 0;
+  for (PetscInt s = 0; s < pb->substeps; s++) {
+    MPMCollidersAtTime(sim->colliders, sim->t + (s + 1) * ds); /* where the objects are when the substep ends, as the predicted grains */
+    PetscCall(Substep(pb, sim, ds, &ss));
+  }
+  MPMCollidersAdvance(sim->colliders, dt);
+  *vmax = 0;
+  const double *v = MPMFieldReal(p, p->f_v);
+  for (PetscInt i = 0; i < p->n; i++) {
+    double v2 = 0;
+    for (PetscInt a = 0; a < sim->dim; a++) v2 += v[i * sim->dim + a] * v[i * sim->dim + a];
+    *vmax = PetscMax(*vmax, sqrt(v2));
+  }
+  /* the last sweep's contacts and overlap, and the step's halo traffic */
+  sums[0] = ss.contacts / 2;
+  sums[1] = pb->halo.bytes;
+  over    = ss.overlap;
+  PetscCall(MPMGlobalSum(sim->comm, sums, 2));
+  PetscCall(MPMGlobalMax(sim->comm, &over, 1));
+  pb->st.value[0] = (double)(pb->substeps * pb->iterations);
+  pb->st.value[1] = sums[0];
+  pb->st.value[2] = over;
+  pb->st.value[3] = sums[1];
+  pb->st.total[0] += pb->st.value[0];
+  pb->st.total[1] = PetscMax(pb->st.total[1], sums[0]);
+  pb->st.total[2] = PetscMax(pb->st.total[2], over);
+  pb->st.total[3] += sums[1];
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode PBDStats(MPMIntegrator integ, MPMStepStats *s)
+{
+  PetscFunctionBeginUser;
+  *s = ((PBD *)integ->data)->st;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode PBDGetState(MPMIntegrator integ, PetscInt *n, double *state)
+{
+  const PBD *pb = (const PBD *)integ->data;
+
+  PetscFunctionBeginUser;
+  for (int k = 0; k < PBD_NSTAT; k++) state[k] = pb->st.total[k];
+  *n = PBD_NSTAT;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode PBDSetState(MPMIntegrator integ, PetscInt n, const double *state)
+{
+  PBD *pb = (PBD *)integ->data;
+
+  PetscFunctionBeginUser;
+  PetscCheck(n == PBD_NSTAT, PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "the checkpoint's pbd integrator state has %" PetscInt_FMT " values, expected %d", n, PBD_NSTAT);
+  for (int k = 0; k < PBD_NSTAT; k++) pb->st.total[k] = state[k];
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode PBDView(MPMIntegrator integ, char *buf, size_t len)
+{
+  const PBD *pb = (const PBD *)integ->data;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscSNPrintf(buf, len, "position-based grains, %" PetscInt_FMT " substeps x %" PetscInt_FMT " Jacobi iterations", pb->substeps, pb->iterations));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode PBDDestroy(MPMIntegrator integ)
+{
+  PBD *pb = (PBD *)integ->data;
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMHaloDestroy(&pb->halo));
+  PetscCall(PetscFree(pb->rec));
+  PetscCall(PetscFree3(pb->x, pb->x0, pb->dx));
+  PetscCall(PetscFree(pb->key));
+  PetscCall(PetscFree(pb->nb_off));
+  PetscCall(PetscFree(pb->nb));
+  PetscCall(PetscFree2(pb->bucket_start, pb->bucket));
+  PetscCall(PetscFree(pb->grain));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMIntegratorCreate_PBD(MPMIntegrator integ)
+{
+  PetscFunctionBeginUser;
+  integ->ops.options   = PBDOptions;
+  integ->ops.check     = PBDCheck;
+  integ->ops.setup     = PBDSetUp;
+  integ->ops.stable_dt = PBDStableDt;
+  integ->ops.step      = PBDStep;
+  integ->ops.stats     = PBDStats;
+  integ->ops.get_state = PBDGetState;
+  integ->ops.set_state = PBDSetState;
+  integ->ops.view      = PBDView;
+  integ->ops.destroy   = PBDDestroy;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

@@ -1,0 +1,75 @@
+/* Position-based granular contact and friction (Macklin et al. 2014,
+ * "Unified particle physics for real-time applications", s. 6.1; the seed
+ * pbd-granular-position-based-friction): the corrections of one contact
+ * between two grains, or between a grain and a surface, at one Jacobi
+ * iteration.  Pure functions of the positions; the integrator
+ * (src/integrators/pbd.c) averages them per grain. */
+#include <mpm/kernels.h>
+
+#include <math.h>
+
+/* The tangential part t of the relative displacement rel (normal n) that
+ * friction removes: all of it while |t| < mu_s d (static: the contact does
+ * not slide), else mu_k d of it (kinetic), d the penetration depth. */
+void mpm_pbd_friction(int dim, const double *n, const double *rel, double d, double mu_s, double mu_k, double *t)
+{
+  double rn = 0, tt = 0;
+  for (int a = 0; a < dim; a++) rn += rel[a] * n[a];
+  for (int a = 0; a < dim; a++) {
+    t[a] = rel[a] - rn * n[a];
+    tt += t[a] * t[a];
+  }
+  const double tn = sqrt(tt);
+  if (tn < mu_s * d) return; /* static: remove the whole tangential displacement */
+  const double s = tn > 0 ? fmin(mu_k * d / tn, 1.0) : 0.0;
+  for (int a = 0; a < dim; a++) t[a] *= s;
+}
+
+/* Grains a and b (radii ra, rb, inverse masses wa, wb) at x (this
+ * iteration) that were at x0 when the substep began.  Returns the
+ * penetration d = ra + rb - |xa - xb| (<= 0: no contact, da = db = 0) and
+ * the corrections: the contact C = |xa - xb| - (ra + rb) >= 0 along n =
+ * (xa - xb)/|xa - xb|, shared as wa : wb, and the friction of the relative
+ * tangential displacement since x0, shared the same way.  The caller
+ * passes the pair in one fixed order (the smaller id first) wherever it is
+ * evaluated, so both grains' copies see the same bits. */
+double mpm_pbd_pair(int dim, const double *xa, const double *xb, const double *x0a, const double *x0b, double ra, double rb, double wa, double wb, double mu_s, double mu_k,
+                    double *da, double *db)
+{
+  double r[3], n[3] = {0, 0, 0}, rel[3] = {0, 0, 0}, t[3], dist2 = 0;
+  for (int a = 0; a < dim; a++) {
+    r[a] = xa[a] - xb[a];
+    dist2 += r[a] * r[a];
+    da[a] = db[a] = 0;
+  }
+  const double dist = sqrt(dist2), d = ra + rb - dist, W = wa + wb;
+  if (!(d > 0 && dist > 0 && W > 0)) return fmin(d, 0.0); /* apart (or coincident: no normal) */
+  for (int a = 0; a < dim; a++) {
+    n[a]   = r[a] / dist;
+    rel[a] = (xa[a] - x0a[a]) - (xb[a] - x0b[a]);
+  }
+  mpm_pbd_friction(dim, n, rel, d, mu_s, mu_k, t);
+  for (int a = 0; a < dim; a++) {
+    const double c = d * n[a] - t[a]; /* push a out along n, undo its share of the slip */
+    da[a]          = wa / W * c;
+    db[a]          = -wb / W * c;
+  }
+  return d;
+}
+
+/* A grain of radius r at signed distance phi from a surface with outward
+ * normal n that moved by disp relative to the surface since the substep
+ * began (its displacement minus the surface's).  Returns the penetration
+ * d = r - phi (<= 0: no contact, dx = 0) and the grain's correction: out
+ * along n by d and the friction of disp's tangential part (the surface is
+ * infinitely heavy). */
+double mpm_pbd_wall(int dim, double phi, const double *n, const double *disp, double r, double mu_s, double mu_k, double *dx)
+{
+  double t[3];
+  const double d = r - phi;
+  for (int a = 0; a < dim; a++) dx[a] = 0;
+  if (!(d > 0)) return d;
+  mpm_pbd_friction(dim, n, disp, d, mu_s, mu_k, t);
+  for (int a = 0; a < dim; a++) dx[a] = d * n[a] - t[a];
+  return d;
+}
