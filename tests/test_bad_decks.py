@@ -13,7 +13,7 @@ CASES = [
     (["-sand_friction_angle", "-5"], "outside [0, 90)"),
     (["-sand_poisson_ratio", "0.5"], "-sand_poisson_ratio must be in (-1, 0.5)"),
     (["-sand_youngs_modulus", "0"], "-sand_youngs_modulus must be > 0"),
-    (["-sand_type", "clay"], "-sand_type clay is not a known material; allowed: drucker_prager, neo_hookean, hencky_elastic, snow, water"),
+    (["-sand_type", "clay"], "-sand_type clay is not a known material; allowed: drucker_prager, neo_hookean, hencky_elastic, snow, water, grain"),
     (["-sand_hardening", "35,9,0.2"], "-sand_hardening needs 4 comma-separated values, got 3"),
     (["-sand_cone", "round"], "-sand_cone"),
     (["-column_hi", "0.1,0.5"], "Region 'column'"),
@@ -26,7 +26,7 @@ CASES = [
     (["-kernel", "quintic"], "-kernel"),
     (["-transfer", "pic"], "-transfer"),
     (["-held_pic_rest", "-1e-4"], "-held_pic_rest must be >= 0"),
-    (["-integrator", "leapfrog"], "-integrator leapfrog is not a known integrator; allowed: explicit, implicit, semi_implicit, mixture, nonsmooth"),
+    (["-integrator", "leapfrog"], "-integrator leapfrog is not a known integrator; allowed: explicit, implicit, semi_implicit, mixture, nonsmooth, pbd"),
     (["-integrator", "implicit", "-transfer", "flip"], "-transfer flip: -integrator implicit transfers with apic only (allowed: apic; -integrator semi_implicit has apic, flip, aflip)"),
     (["-sand_type", "snow", "-sand_critical_compression", "1.5"], "-sand_critical_compression must be in [0, 1), got 1.5"),
     (["-sand_type", "snow", "-sand_critical_stretch", "-0.1"], "-sand_critical_stretch must be in [0, 1], got -0.1"),
@@ -126,6 +126,15 @@ CASES = [
     (["-dt_max", "1e-300"], "The largest stable time step is"),
     (["-t_end", "1e20"], "more than 1e9"),
     (["-dx", "0.00003125"], "GB are free per rank"),
+    (["-sand_type", "grain"], "-sand_radius is required for -sand_type grain: the grain radius, > 0 m"),
+    (["-sand_type", "grain", "-sand_radius", "-0.001"], "-sand_radius must be > 0 m, got -0.001"),
+    (["-sand_type", "grain", "-sand_radius", "0.001", "-sand_kinetic_friction", "0.9"], "-sand_kinetic_friction must be in [0, -sand_static_friction = 0.6], got 0.9"),
+    (["-sand_type", "grain", "-sand_radius", "0.001"], "-sand_type grain: grains are moved by -integrator pbd only"),
+    (["-integrator", "pbd"], "-integrator pbd moves grains: -sand_type must be grain, got drucker_prager"),
+    (["-integrator", "pbd", "-sand_type", "grain", "-sand_radius", "0.01"], "Region 'column' seeds grains as close as"),
+    (["-integrator", "pbd", "-pbd_iterations", "0"], "-pbd_iterations must be in [1, 10000], got 0"),
+    (["-integrator", "pbd", "-pbd_relaxation", "3"], "-pbd_relaxation must be in (0, 2], got 3"),
+    (["-materials", "sand,g", "-g_type", "grain", "-g_radius", "0.001"], "-materials mixes grains (-<m>_type grain, moved by -integrator pbd) with continuum materials"),
 ]
 
 def refuse(case):

@@ -215,7 +215,7 @@ static PetscErrorCode PrintSetup(MPMSim sim)
   PetscCall(sim->integ->ops.view(sim->integ, method, sizeof(method)));
   PetscCall(PetscPrintf(sim->comm, "granular-mpm %s: %" PetscInt_FMT "D, %d rank%s, grid %" PetscInt_FMT " x %" PetscInt_FMT " x %" PetscInt_FMT " nodes (dx %g m), slabs along %c, %s %s\n",
                         MPMVersion(), sim->dim, sim->size, sim->size > 1 ? "s" : "", l->N[0], l->N[1], l->N[2], l->h, "xyz"[l->slab_axis],
-                        l->order == MPM_KERNEL_QUADRATIC ? "quadratic" : "cubic", method));
+                        !sim->species[0]->grid ? "particles only:" : (l->order == MPM_KERNEL_QUADRATIC ? "quadratic" : "cubic"), method));
   PetscCall(PetscPrintf(sim->comm, "particles %lld, state %zu bytes each, output in %s\n", (long long)sim->n_global, sim->species[0]->p.bytes, sim->outdir));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

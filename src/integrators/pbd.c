@@ -101,16 +101,20 @@ static PetscErrorCode PBDCheck(MPMIntegrator integ, MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* A lattice of spacing s seeds grains of radius r without overlap only if
- * s >= 2 r. */
-static PetscErrorCode CheckSpacing(MPMSim sim, const PBD *pb, const char *what, const char *name, PetscInt mat, PetscInt ppc)
+/* A lattice of spacing s whose points are jittered by up to j s / 2 per
+ * axis (the region's -<r>_jitter; 0 for lattice sampling and emitters)
+ * seeds grains of radius r without overlap, between themselves and with
+ * the domain's faces, only if s (1 - j) >= 2 r. */
+static PetscErrorCode CheckSpacing(MPMSim sim, const PBD *pb, const char *what, const char *name, PetscInt mat, PetscInt ppc, double jitter)
 {
-  const double s = sim->layout.h / ppc, r = pb->grain[mat]->radius;
+  const double s = sim->layout.h / ppc, r = pb->grain[mat]->radius, gap = s * (1 - jitter);
+  const char  *mname = sim->species[0]->mat[mat]->name;
 
   PetscFunctionBeginUser;
-  PetscCheck(s >= 2 * r * (1 - 1e-12), sim->comm, PETSC_ERR_USER_INPUT,
-             "%s '%s' seeds grains %g m apart (-dx / -%s_ppc), less than the diameter %g m of material '%s' (-%s_radius): the grains would start overlapping; use -%s_ppc <= %d or a larger -dx",
-             what, name, s, name, 2 * r, sim->species[0]->mat[mat]->name, sim->species[0]->mat[mat]->name, name, (int)PetscMax(1, floor(sim->layout.h / (2 * r) + 1e-9)));
+  PetscCheck(gap >= 2 * r * (1 - 1e-12), sim->comm, PETSC_ERR_USER_INPUT,
+             "%s '%s' seeds grains as close as %g m (spacing -dx / -%s_ppc = %g m, jitter %g), less than the diameter %g m of material '%s' (-%s_radius): the grains would start "
+             "overlapping; use a larger -dx, a smaller -%s_ppc or -%s_jitter, or -%s_sampling lattice",
+             what, name, gap, name, s, jitter, 2 * r, mname, mname, name, name, name);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -133,8 +137,8 @@ static PetscErrorCode PBDSetUp(MPMIntegrator integ, MPMSim sim)
     pb->rmax     = PetscMax(pb->rmax, pb->grain[m]->radius);
   }
   pb->reach = 2 * pb->rmax * (1 + pb->margin);
-  for (PetscInt r = 0; r < sim->nreg; r++) PetscCall(CheckSpacing(sim, pb, "Region", sim->reg[r].name, sim->reg[r].mat, sim->reg[r].ppc));
-  for (PetscInt e = 0; e < sim->nem; e++) PetscCall(CheckSpacing(sim, pb, "Emitter", sim->em[e].name, sim->em[e].mat, sim->em[e].ppc));
+  for (PetscInt r = 0; r < sim->nreg; r++) PetscCall(CheckSpacing(sim, pb, "Region", sim->reg[r].name, sim->reg[r].mat, sim->reg[r].ppc, sim->reg[r].sampling == MPM_SAMPLING_JITTER ? sim->reg[r].jitter : 0.0));
+  for (PetscInt e = 0; e < sim->nem; e++) PetscCall(CheckSpacing(sim, pb, "Emitter", sim->em[e].name, sim->em[e].mat, sim->em[e].ppc, 0.0));
   pb->st.n = PBD_NSTAT;
   PetscCall(PetscStrncpy(pb->st.name[0], "pbd_iterations", sizeof(pb->st.name[0])));
   PetscCall(PetscStrncpy(pb->st.name[1], "pbd_contacts", sizeof(pb->st.name[1])));

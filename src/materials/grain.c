@@ -9,10 +9,11 @@
  * -<m>_static_friction, -<m>_kinetic_friction, -<m>_density. */
 #include "materials.h"
 
-static PetscErrorCode GrainView(MPMGrainParams *g, const char *name, MPI_Comm comm)
+static PetscErrorCode GrainCheck(MPMGrainParams *g, PetscBool rset, const char *name, MPI_Comm comm)
 {
   PetscFunctionBeginUser;
-  PetscCheck(g->radius > 0, comm, PETSC_ERR_USER_INPUT, "-%s_radius is required for -%s_type grain: the grain radius, > 0 m (got %g)", name, name, g->radius);
+  PetscCheck(rset, comm, PETSC_ERR_USER_INPUT, "-%s_radius is required for -%s_type grain: the grain radius, > 0 m", name, name);
+  PetscCheck(g->radius > 0, comm, PETSC_ERR_USER_INPUT, "-%s_radius must be > 0 m, got %g", name, g->radius);
   PetscCheck(g->mu_s >= 0 && g->mu_s <= 10, comm, PETSC_ERR_USER_INPUT, "-%s_static_friction must be in [0, 10], got %g", name, g->mu_s);
   PetscCheck(g->mu_k >= 0 && g->mu_k <= g->mu_s, comm, PETSC_ERR_USER_INPUT, "-%s_kinetic_friction must be in [0, -%s_static_friction = %g], got %g", name, name, g->mu_s, g->mu_k);
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -21,6 +22,7 @@ static PetscErrorCode GrainView(MPMGrainParams *g, const char *name, MPI_Comm co
 PetscErrorCode MPMMaterialCreate_Grain(MPMMaterial m, PetscOptionItems *PetscOptionsObject)
 {
   MPMGrainParams *g;
+  PetscBool       rset = PETSC_FALSE;
 
   PetscFunctionBeginUser;
   PetscCall(PetscNew(&g));
@@ -28,11 +30,11 @@ PetscErrorCode MPMMaterialCreate_Grain(MPMMaterial m, PetscOptionItems *PetscOpt
   g->mu_s = 0.6; /* glass beads to sand: repose angles of 22 to 35 deg need mu of about 0.4 to 0.7 */
   g->mu_k = 0.5;
   PetscCall(MPMOptionsReal("-density", "Bulk density of the grains' packing [kg/m^3]", NULL, m->density, &m->density, NULL));
-  PetscCall(MPMOptionsReal("-radius", "Grain radius [m] (required)", NULL, g->radius, &g->radius, NULL));
+  PetscCall(MPMOptionsReal("-radius", "Grain radius [m] (required)", NULL, g->radius, &g->radius, &rset));
   PetscCall(MPMOptionsReal("-static_friction", "Static friction coefficient mu_s: a contact whose slip is below mu_s x penetration holds [-]", NULL, g->mu_s, &g->mu_s, NULL));
   PetscCall(MPMOptionsReal("-kinetic_friction", "Kinetic friction coefficient mu_k <= mu_s: a sliding contact loses mu_k x penetration of its slip [-]", NULL, g->mu_k, &g->mu_k, NULL));
   PetscCheck(m->density > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_density must be > 0 kg/m^3, got %g", m->name, m->density);
-  if (!PetscOptionsObject->printhelp) PetscCall(GrainView(g, m->name, PETSC_COMM_WORLD));
+  if (!PetscOptionsObject->printhelp) PetscCall(GrainCheck(g, rset, m->name, PETSC_COMM_WORLD));
   m->flags          = MPM_MATERIAL_GRAIN;
   m->ops.wave_speed = NULL; /* no elastic waves: the position-based solver has no stiffness limit */
   m->no_trial_stress = "grains have no stress (-integrator pbd)";
