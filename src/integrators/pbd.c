@@ -36,6 +36,7 @@ typedef struct {
   int64_t id;
   int32_t mat, pad;
   double  w;     /* inverse mass of the solve (shock propagation scales it) */
+  double  r;     /* radius */
   double  x0[3]; /* position at the start of the substep */
   double  x[3];  /* predicted position */
 } PBDRecord;
@@ -52,6 +53,7 @@ typedef struct {
   PBDRecord      *rec;
   double         *x;   /* current positions, N x dim */
   double         *x0;  /* positions at the substep's start (pre-stabilized), N x dim */
+  double         *xr;  /* the same before pre-stabilization: its slip is measured from there */
   double         *dx;  /* a sweep's corrections of the owned grains, n x dim */
   /* neighbours of the owned grains (CSR, sorted by id) */
   PetscInt       *nb_off, *nb, capnb;
@@ -107,12 +109,12 @@ static PetscErrorCode PBDCheck(MPMIntegrator integ, MPMSim sim)
  * the domain's faces, only if s (1 - j) >= 2 r. */
 static PetscErrorCode CheckSpacing(MPMSim sim, const PBD *pb, const char *what, const char *name, PetscInt mat, PetscInt ppc, double jitter)
 {
-  const double s = sim->layout.h / ppc, r = pb->grain[mat]->radius, gap = s * (1 - jitter);
+  const double s = sim->layout.h / ppc, r = pb->grain[mat]->radius * (1 + pb->grain[mat]->radius_variation), gap = s * (1 - jitter);
   const char  *mname = sim->species[0]->mat[mat]->name;
 
   PetscFunctionBeginUser;
   PetscCheck(gap >= 2 * r * (1 - 1e-12), sim->comm, PETSC_ERR_USER_INPUT,
-             "%s '%s' seeds grains as close as %g m (spacing -dx / -%s_ppc = %g m, jitter %g), less than the diameter %g m of material '%s' (-%s_radius): the grains would start "
+             "%s '%s' seeds grains as close as %g m (spacing -dx / -%s_ppc = %g m, jitter %g), less than the largest diameter %g m of material '%s' (-%s_radius, _radius_variation): the grains would start "
              "overlapping; use a larger -dx, a smaller -%s_ppc or -%s_jitter, or -%s_sampling lattice",
              what, name, gap, name, s, jitter, 2 * r, mname, mname, name, name, name);
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -133,8 +135,8 @@ static PetscErrorCode PBDSetUp(MPMIntegrator integ, MPMSim sim)
   for (PetscInt m = 0; m < sp->nmat; m++) {
     PetscCheck(sp->mat[m]->flags & MPM_MATERIAL_GRAIN, sim->comm, PETSC_ERR_USER_INPUT, "-integrator pbd moves grains: -%s_type must be grain, got %s", sp->mat[m]->name, sp->mat[m]->type);
     pb->grain[m] = (MPMGrainParams *)sp->mat[m]->ctx;
-    pb->rmin     = PetscMin(pb->rmin, pb->grain[m]->radius);
-    pb->rmax     = PetscMax(pb->rmax, pb->grain[m]->radius);
+    pb->rmin     = PetscMin(pb->rmin, pb->grain[m]->radius * (1 - pb->grain[m]->radius_variation));
+    pb->rmax     = PetscMax(pb->rmax, pb->grain[m]->radius * (1 + pb->grain[m]->radius_variation));
   }
   pb->reach = 2 * pb->rmax * (1 + pb->margin);
   for (PetscInt r = 0; r < sim->nreg; r++) PetscCall(CheckSpacing(sim, pb, "Region", sim->reg[r].name, sim->reg[r].mat, sim->reg[r].ppc, sim->reg[r].sampling == MPM_SAMPLING_JITTER ? sim->reg[r].jitter : 0.0));
@@ -170,8 +172,9 @@ static PetscErrorCode Reserve(PBD *pb, PetscInt N, PetscInt keep, PetscInt dim)
   if (keep) PetscCall(PetscArraycpy(rec, pb->rec, keep));
   PetscCall(PetscFree(pb->rec));
   pb->rec = rec;
-  PetscCall(PetscFree3(pb->x, pb->x0, pb->dx));
-  PetscCall(PetscMalloc3(pb->cap * dim, &pb->x, pb->cap * dim, &pb->x0, pb->cap * dim, &pb->dx));
+  PetscCall(PetscFree4(pb->x, pb->x0, pb->xr, pb->dx));
+  PetscCall(PetscMalloc4(pb->cap * dim, &pb->x, pb->cap * dim, &pb->x0, pb->cap * dim, &pb->xr, pb->cap * dim, &pb->dx));
+
   PetscCall(PetscFree(pb->key));
   PetscCall(PetscFree(pb->nb_off));
   PetscCall(PetscMalloc1(pb->cap, &pb->key));
@@ -234,7 +237,7 @@ static PetscErrorCode HashBuild(PBD *pb, PetscInt N, PetscInt dim, const double 
  * id (insertion sort: a grain has a dozen). */
 static PetscErrorCode Neighbours(PBD *pb, PetscInt i, PetscInt dim, const double *lo, PetscInt *len)
 {
-  const double *xi = pb->x + i * dim, ri = pb->grain[pb->rec[i].mat]->radius, slack = 2 * pb->rmax * pb->margin;
+  const double *xi = pb->x + i * dim, ri = pb->rec[i].r, slack = 2 * pb->rmax * pb->margin;
   int64_t       ci[3];
   PetscInt      k0 = pb->nb_off[i], k = k0;
 
@@ -248,7 +251,7 @@ static PetscErrorCode Neighbours(PBD *pb, PetscInt i, PetscInt dim, const double
         for (PetscInt e = pb->bucket_start[b]; e < pb->bucket_start[b + 1]; e++) {
           const PetscInt j = pb->bucket[e];
           if (j == i || pb->key[j] != ck) continue; /* itself, or another cell in the same bucket */
-          const double  dist = ri + pb->grain[pb->rec[j].mat]->radius + slack;
+          const double  dist = ri + pb->rec[j].r + slack;
           double        r2   = 0;
           for (PetscInt a = 0; a < dim; a++) r2 += (xi[a] - pb->x[j * dim + a]) * (xi[a] - pb->x[j * dim + a]);
           if (r2 >= dist * dist) continue;
@@ -278,6 +281,14 @@ static double InverseMass(const PBD *pb, const MPMSim sim, const double *x0, dou
   return exp(-pb->shock * z) / m;
 }
 
+/* A grain's radius: its material's, varied by +- radius_variation with a
+ * number drawn from its id (the same on every rank, every step). */
+static double GrainRadius(const MPMGrainParams *g, uint64_t seed, int64_t id)
+{
+  if (g->radius_variation <= 0) return g->radius;
+  return g->radius * (1 + g->radius_variation * (2 * mpm_uniform(seed, (uint64_t)id, 0x9a1) - 1));
+}
+
 /* Gravity, the prediction, the records of every owned grain, then the
  * halo: the copies' records arrive after the owned ones. */
 static PetscErrorCode Predict(PBD *pb, MPMSim sim, double ds, PetscInt *N)
@@ -304,6 +315,7 @@ static PetscErrorCode Predict(PBD *pb, MPMSim sim, double ds, PetscInt *N)
       r->x[a] = x[q * d + a];
     }
     r->w = InverseMass(pb, sim, r->x0, m[q]);
+    r->r = GrainRadius(pb->grain[mt[q]], sim->seed, id[q]);
   }
   PetscCall(MPMHaloSetUp(sim, n, x, pb->reach, &pb->halo));
   *N = n + pb->halo.nrecv;
@@ -312,7 +324,7 @@ static PetscErrorCode Predict(PBD *pb, MPMSim sim, double ds, PetscInt *N)
   for (PetscInt q = 0; q < *N; q++)
     for (PetscInt a = 0; a < d; a++) {
       pb->x[q * d + a]  = pb->rec[q].x[a];
-      pb->x0[q * d + a] = pb->rec[q].x0[a];
+      pb->x0[q * d + a] = pb->xr[q * d + a] = pb->rec[q].x0[a];
     }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -337,15 +349,17 @@ typedef struct {
 } PBDSweepStats;
 
 /* One Jacobi sweep over the owned grains at positions pos (owned, then
- * copies): each grain's averaged correction, relaxed, into pb->dx.  With
- * friction, the slip is measured from pb->x0 and the objects' share of
- * the correction is booked as their impulse; without (pre-stabilization,
- * pos = pb->x0), only the contacts act and nothing is booked. */
-static void Sweep(PBD *pb, MPMSim sim, const double *pos, PetscBool friction, double ds, PBDSweepStats *ss)
+ * copies): each grain's averaged correction, relaxed, into pb->dx.  The
+ * slip is measured from `from` (pb->xr for pre-stabilization, whose sweeps
+ * move pb->x0, and pb->x0 for the solve): pre-stabilization has friction
+ * too, or grains would slide past each other there unresisted.  With book, the objects' share
+ * of the correction is booked as their impulse (the solve, not the
+ * pre-stabilization, which does not change velocities). */
+static void Sweep(PBD *pb, MPMSim sim, const double *pos, const double *from, PetscBool book, double ds, PBDSweepStats *ss)
 {
   MPMParticles  *p = &sim->species[0]->p;
   const PetscInt d = sim->dim, n = p->n;
-  const double  *m = MPMFieldReal(p, p->f_m), *x0 = friction ? pb->x0 : pos;
+  const double  *m = MPMFieldReal(p, p->f_m);
   MPMColliders   c = sim->colliders;
   PetscInt       touched[PBD_MAX_OBJECTS];
   double         dxw[PBD_MAX_OBJECTS * 3];
@@ -361,30 +375,30 @@ static void Sweep(PBD *pb, MPMSim sim, const double *pos, PetscBool friction, do
       const PetscInt        j  = pb->nb[k];
       const PBDRecord      *rj = &pb->rec[j];
       const MPMGrainParams *gj = pb->grain[rj->mat];
-      const double          mus = friction ? 0.5 * (gi->mu_s + gj->mu_s) : 0, muk = friction ? 0.5 * (gi->mu_k + gj->mu_k) : 0;
+      const double          mus = 0.5 * (gi->mu_s + gj->mu_s), muk = 0.5 * (gi->mu_k + gj->mu_k);
       const PetscBool       first = ri->id < rj->id;
-      const double          pen   = first ? mpm_pbd_pair((int)d, xi, pos + j * d, x0 + i * d, x0 + j * d, gi->radius, gj->radius, ri->w, rj->w, mus, muk, da, db)
-                                          : mpm_pbd_pair((int)d, pos + j * d, xi, x0 + j * d, x0 + i * d, gj->radius, gi->radius, rj->w, ri->w, mus, muk, da, db);
+      const double          pen   = first ? mpm_pbd_pair((int)d, xi, pos + j * d, from + i * d, from + j * d, ri->r, rj->r, ri->w, rj->w, mus, muk, da, db)
+                                          : mpm_pbd_pair((int)d, pos + j * d, xi, from + j * d, from + i * d, rj->r, ri->r, rj->w, ri->w, mus, muk, da, db);
       if (!(pen > 0)) continue;
       for (PetscInt a = 0; a < d; a++) sum[a] += first ? da[a] : db[a];
       cnt++;
-      ss->overlap = PetscMax(ss->overlap, pen / PetscMin(gi->radius, gj->radius));
+      ss->overlap = PetscMax(ss->overlap, pen / PetscMin(ri->r, rj->r));
     }
     ss->contacts += cnt;
-    const PetscInt nw = MPMCollidersGrain(c, 0, x0 + i * d, xi, gi->radius, friction ? ds : 0.0, touched, dxw);
+    const PetscInt nw = MPMCollidersGrain(c, 0, from + i * d, xi, ri->r, book ? ds : 0.0, touched, dxw);
     for (PetscInt k = 0; k < nw; k++) {
       double pen = 0;
       for (PetscInt a = 0; a < d; a++) {
         sum[a] += dxw[k * d + a];
         pen += dxw[k * d + a] * dxw[k * d + a];
       }
-      ss->overlap = PetscMax(ss->overlap, sqrt(pen) / gi->radius);
+      ss->overlap = PetscMax(ss->overlap, sqrt(pen) / ri->r);
     }
     cnt += nw;
     ss->contacts += 2 * nw; /* counted once, like a pair counted by both grains */
     const double s = cnt ? pb->relax / (double)cnt : 0.0;
     for (PetscInt a = 0; a < d; a++) dxi[a] = s * sum[a];
-    if (!friction) continue;
+    if (!book) continue;
     for (PetscInt k = 0; k < nw; k++) { /* the object's share of the move, as a velocity change over the substep */
       double dv[3] = {0, 0, 0};
       for (PetscInt a = 0; a < d; a++) dv[a] = s * dxw[k * d + a] / ds;
@@ -433,7 +447,7 @@ static PetscErrorCode Stabilize(PBD *pb, MPMSim sim, PBDSweepStats *ss)
 
   PetscFunctionBeginUser;
   for (PetscInt it = 0; it < pb->stabilize; it++) {
-    Sweep(pb, sim, pb->x0, PETSC_FALSE, 0.0, ss);
+    Sweep(pb, sim, pb->x0, pb->xr, PETSC_FALSE, 0.0, ss);
     for (PetscInt k = 0; k < p->n * d; k++) {
       pb->x0[k] += pb->dx[k];
       x[k] += pb->dx[k];
@@ -466,7 +480,7 @@ static PetscErrorCode Substep(PBD *pb, MPMSim sim, double ds, PBDSweepStats *ss)
       PetscCall(PetscArraycpy(pb->x, x, p->n * d));
       PetscCall(Refresh(pb, sim, pb->x));
     }
-    Sweep(pb, sim, pb->x, PETSC_TRUE, ds, ss);
+    Sweep(pb, sim, pb->x, pb->x0, PETSC_TRUE, ds, ss);
     for (PetscInt k = 0; k < p->n * d; k++) x[k] = pb->x[k] + pb->dx[k];
   }
   PetscCall(PetscLogEventEnd(MPM_EVENT_CONTACTS, 0, 0, 0, 0));
@@ -556,7 +570,7 @@ static PetscErrorCode PBDDestroy(MPMIntegrator integ)
   PetscFunctionBeginUser;
   PetscCall(MPMHaloDestroy(&pb->halo));
   PetscCall(PetscFree(pb->rec));
-  PetscCall(PetscFree3(pb->x, pb->x0, pb->dx));
+  PetscCall(PetscFree4(pb->x, pb->x0, pb->xr, pb->dx));
   PetscCall(PetscFree(pb->key));
   PetscCall(PetscFree(pb->nb_off));
   PetscCall(PetscFree(pb->nb));

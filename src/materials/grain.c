@@ -1,6 +1,7 @@
 /* Grains of the position-based granular solver (-integrator pbd; Macklin
  * et al. 2014 s. 6.1, the seed pbd-granular-position-based-friction):
- * rigid spheres (discs in 2D) of one radius with the seed's static and
+ * rigid spheres (discs in 2D) of one radius, or of radii spread evenly
+ * about it (-<m>_radius_variation), with the seed's static and
  * kinetic friction.  No stress and no elastic state: a particle is a grain,
  * and contacts between grains are the only interaction.  The density is
  * the bulk density of the seeded packing (a particle carries density x
@@ -14,6 +15,7 @@ static PetscErrorCode GrainCheck(MPMGrainParams *g, PetscBool rset, const char *
   PetscFunctionBeginUser;
   PetscCheck(rset, comm, PETSC_ERR_USER_INPUT, "-%s_radius is required for -%s_type grain: the grain radius, > 0 m", name, name);
   PetscCheck(g->radius > 0, comm, PETSC_ERR_USER_INPUT, "-%s_radius must be > 0 m, got %g", name, g->radius);
+  PetscCheck(g->radius_variation >= 0 && g->radius_variation < 0.5, comm, PETSC_ERR_USER_INPUT, "-%s_radius_variation must be in [0, 0.5), got %g", name, g->radius_variation);
   PetscCheck(g->mu_s >= 0 && g->mu_s <= 10, comm, PETSC_ERR_USER_INPUT, "-%s_static_friction must be in [0, 10], got %g", name, g->mu_s);
   PetscCheck(g->mu_k >= 0 && g->mu_k <= g->mu_s, comm, PETSC_ERR_USER_INPUT, "-%s_kinetic_friction must be in [0, -%s_static_friction = %g], got %g", name, name, g->mu_s, g->mu_k);
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -31,6 +33,7 @@ PetscErrorCode MPMMaterialCreate_Grain(MPMMaterial m, PetscOptionItems *PetscOpt
   g->mu_k = 0.5;
   PetscCall(MPMOptionsReal("-density", "Bulk density of the grains' packing [kg/m^3]", NULL, m->density, &m->density, NULL));
   PetscCall(MPMOptionsReal("-radius", "Grain radius [m] (required)", NULL, g->radius, &g->radius, &rset));
+  PetscCall(MPMOptionsReal("-radius_variation", "Radii vary uniformly by +- this fraction of -radius, drawn from each grain's id (polydisperse grains do not crystallize) [-]", NULL, g->radius_variation, &g->radius_variation, NULL));
   PetscCall(MPMOptionsReal("-static_friction", "Static friction coefficient mu_s: a contact whose slip is below mu_s x penetration holds [-]", NULL, g->mu_s, &g->mu_s, NULL));
   PetscCall(MPMOptionsReal("-kinetic_friction", "Kinetic friction coefficient mu_k <= mu_s: a sliding contact loses mu_k x penetration of its slip [-]", NULL, g->mu_k, &g->mu_k, NULL));
   PetscCheck(m->density > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_density must be > 0 kg/m^3, got %g", m->name, m->density);

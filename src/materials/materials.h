@@ -170,6 +170,7 @@ typedef struct {
   double radius; /* [m] */
   double mu_s;   /* static friction coefficient [-] */
   double mu_k;   /* kinetic friction coefficient [-] */
+  double radius_variation; /* radii vary uniformly by +- this fraction (drawn from the grain's id) [-] */
 } MPMGrainParams;
 
 #endif
