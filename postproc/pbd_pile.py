@@ -75,6 +75,12 @@ def one(outdir, png=None):
     return res
 
 
+def finished(out):
+    """A run that reached its end (not one stopped by a signal with a checkpoint)."""
+    path = os.path.join(out, "summary.json")
+    return os.path.exists(path) and json.load(open(path)).get("status") == "finished"
+
+
 def study(args, extra):
     mus = [float(m) for m in args.mu.split(",")]
     seeds = [int(s) for s in args.seeds.split(",")]
@@ -88,14 +94,14 @@ def study(args, extra):
         for seed in seeds:
             for n in ranks:
                 out = os.path.join(args.study, "mu%.2f_seed%d_ranks%d" % (mu, seed, n))
-                done = os.path.exists(os.path.join(out, "summary.json"))
+                done = finished(out)
                 if not done and not args.plot_only:
-                    cmd = ["mpiexec", "-n", str(n), args.exe, "-options_file_yaml", deck, "-output_dir", out, "-seed", str(seed),
+                    cmd = ["mpiexec", "-n", str(n), args.exe, "-restart", "latest", "-options_file_yaml", deck, "-output_dir", out, "-seed", str(seed),
                            "-grains_static_friction", str(mu), "-grains_kinetic_friction", str(0.8 * mu)] + extra
                     print(" ".join(cmd), flush=True)
                     subprocess.run(cmd, env=env, check=True, stdout=subprocess.DEVNULL)
     for d in sorted(os.listdir(args.study)):  # every run in the study's directory, earlier invocations' too
-        if os.path.exists(os.path.join(args.study, d, "summary.json")):
+        if finished(os.path.join(args.study, d)):
             rows.append(one(os.path.join(args.study, d)))
     groups = {}
     for r in rows:

@@ -18,6 +18,9 @@ wall are unit-tested in test_kernels (section 15); here the whole solver:
    velocity identical to the bit, no grain lost.
 4. Restart: 50 steps, a checkpoint, 50 more, against 100 in one go on 2
    ranks: identical to the bit, history too.
+5. The hourglass (pbd_hourglass_2d.yaml, 2 ranks): after 1 s, over 40 % of
+   the 1750 grains have drained, split between the left and right halves of
+   the lower chamber within 5 %; no grain lost.
 """
 import numpy as np
 import mpmtest as T
@@ -90,5 +93,15 @@ T.run_deck("pbd_column_2d.yaml", 2, two, "-max_steps", 100, "-output_dt", 10, "-
 a, b = by_id(frames(one)[-1]), by_id(frames(two)[-1])
 c.true("restart: positions and velocities identical", all(np.array_equal(u, v) for u, v in zip(a, b)))
 h1, h2 = T.mpmio.history(one), T.mpmio.history(two)
+# 5. hourglass
+out = T.outdir("pbd_hourglass")
+T.run_deck("pbd_hourglass_2d.yaml", 2, out)
+f = frames(out)[-1]
+x, m = f["position"], f["mass"]
+below = x[:, 1] < 0.2
+left, right = m[below & (x[:, 0] < 0.1)].sum(), m[below & (x[:, 0] >= 0.1)].sum()
+c.true("hourglass: no grain lost", len(x) == 1750, "%d" % len(x))
+c.within("hourglass: drained fraction at t = 1 s", below.sum() / len(x), 0.4, 1.0)
+c.within("hourglass: (left - right) / drained mass", (left - right) / (left + right), -0.05, 0.05)
 c.true("restart: last history row identical", all(h1[k][-1] == h2[k][-1] for k in ("t", "momentum_x", "kinetic_energy", "pbd_contacts", "pbd_max_overlap")))
 c.done()
