@@ -56,12 +56,22 @@
 # sets another resolution (0.03: 22,000 particles), MPM_BENCH_K_HAT the
 # bed's hydraulic conductivity (the deck's 1e-3 m/s, coarse sand; 1e-5 m/s,
 # a fine sand, makes the drag the stiffest term).
+#
+# `bash jobscripts/benchmark.sh pbd` is the position-based grains' benchmark
+# (issue "Position-based granular solver"): inputs/pbd_bench_3d.yaml
+# (1,000,000 spheres, 2 substeps x 12 Jacobi sweeps, FleX's granular
+# defaults) for MPM_BENCH_STEPS steps (default 10) on each rank count; it
+# prints grain-steps per second, grain-iterations (grains x substeps x
+# sweeps, pre-stabilization included) per second per core, the halo bytes
+# per step, the wall time per simulated second, and the efficiency of
+# every multi-rank run against the 1-rank run.  MPM_BENCH_BLOCK (e.g.
+# "0.25,0.25,0.25" for 125,000 grains) shrinks the block.
 # The seed's figure (Table 3, "Snowball smash", the same scene): 3.0e5
 # particles, 7.3 min per frame on 8 cores of a 2009 Xeon X5550 (the issue's
 # "~2 min" is the table's Snowplow row, 3.9e6 particles at 2.1 min).
 set -euo pipefail
 mode=${1:-explicit}
-case "$mode" in explicit | implicit | snow | mixture) ;; *) echo "usage: bash jobscripts/benchmark.sh [explicit|implicit|snow|mixture]" >&2; exit 2 ;; esac
+case "$mode" in explicit | implicit | snow | mixture | pbd) ;; *) echo "usage: bash jobscripts/benchmark.sh [explicit|implicit|snow|mixture|pbd]" >&2; exit 2 ;; esac
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${MPM_BUILD_DIR:-$root/build}
@@ -117,6 +127,39 @@ for n in ranks:
         print("%6d %14s %10d %7d %10.3g %8s %10.1f %16.1f %18.1f %8.1f" % (n, integ, s["particles"], s["steps"], simtime / s["steps"], "%.1f" % (cr / s["steps"]) if cr else "-",
               s["wall_seconds_stepping"], per_frame, cost, SEED / cost))
 print("seed (Stomakhin et al. 2013, Table 3, Snowball smash): 3.0e5 particles, 7.3 min per frame on 8 cores: %.0f core-s per frame per 1e5 particles" % SEED)
+EOF
+  exit 0
+fi
+
+if [ "$mode" = pbd ]; then
+  steps=${MPM_BENCH_STEPS:-10}
+  deck=(-options_file_yaml "$root/inputs/pbd_bench_3d.yaml" -max_steps "$steps" -output_dt 100)
+  [ -n "${MPM_BENCH_BLOCK:-}" ] && deck+=(-block_hi "$MPM_BENCH_BLOCK")
+  echo "pbd benchmark: $exe, inputs/pbd_bench_3d.yaml, $steps steps, ranks: ${ranks[*]}, block: ${MPM_BENCH_BLOCK:-deck}, options: ${options[*]:-none}"
+  for n in "${ranks[@]}"; do
+    dir=$out/pbd$n
+    rm -rf "$dir"
+    mpiexec -n "$n" "$exe" "${deck[@]}" -output_dir "$dir" ${options[@]+"${options[@]}"} >"$out/pbd$n.log" 2>&1 ||
+      { echo "benchmark: the $n-rank run failed:" >&2; tail -20 "$out/pbd$n.log" >&2; exit 1; }
+  done
+  "$python" - "$out" "${ranks[@]}" <<'EOF'
+import json, os, sys
+
+out, ranks = sys.argv[1], [int(r) for r in sys.argv[2:]]
+print("%6s %10s %6s %10s %14s %24s %14s %12s %10s" % ("ranks", "grains", "steps", "mean dt", "grain-steps/s", "grain-iterations/s/core", "halo B/step", "wall/sim s", "efficiency"))
+base = None
+for n in ranks:
+    with open(os.path.join(out, "pbd%d" % n, "summary.json")) as f:
+        s = json.load(f)
+    with open(os.path.join(out, "pbd%d" % n, "run.json")) as f:
+        opts = json.load(f)["options"].split()
+    get = lambda k, d: float(opts[opts.index("-" + k) + 1]) if "-" + k in opts else d
+    sweeps = get("pbd_substeps", 2) * (get("pbd_iterations", 12) + get("pbd_stabilization_iterations", 2))
+    wall, steps, grains = s["wall_seconds_stepping"], s["steps"], s["particles"]
+    rate = grains * steps / wall
+    base = base or rate
+    halo = s.get("integrator_pbd_halo_bytes", 0) / steps
+    print("%6d %10d %6d %10.3g %14.3g %24.3g %14.3g %12.1f %10.2f" % (n, grains, steps, s["simulated_time"] / steps, rate, rate * sweeps / n, halo, wall / s["simulated_time"], rate / n / base))
 EOF
   exit 0
 fi

@@ -18,6 +18,8 @@ wall are unit-tested in test_kernels (section 15); here the whole solver:
    velocity identical to the bit, no grain lost.
 4. Restart: 50 steps, a checkpoint, 50 more, against 100 in one go on 2
    ranks: identical to the bit, history too.
+3b. The same in 3D: a block of 8000 spheres (pbd_bench_3d.yaml reduced), 40
+   steps on 1 and 3 ranks (slabs cut the block).
 5. The hourglass (pbd_hourglass_2d.yaml, 2 ranks): after 1 s, over 40 % of
    the 1750 grains have drained, split between the left and right halves of
    the lower chamber within 5 %; no grain lost.
@@ -84,6 +86,17 @@ for ranks in (1, 2, 3):
     c.true("column %d ranks: no grain lost" % ranks, len(f[0]) == n0 and np.array_equal(f[0], ref[0]))
     c.true("column %d ranks: positions identical to 1 rank" % ranks, np.array_equal(f[1], ref[1]), "max |dx| %g" % np.abs(f[1] - ref[1]).max())
     c.true("column %d ranks: velocities identical to 1 rank" % ranks, np.array_equal(f[2], ref[2]), "max |dv| %g" % np.abs(f[2] - ref[2]).max())
+
+# 3b. rank invariance in 3D
+res3 = []
+for ranks in (1, 3):
+    out = T.outdir("pbd_block3d_%d" % ranks)
+    T.run_deck("pbd_bench_3d.yaml", ranks, out, "-block_hi", "0.1,0.1,0.1", "-domain_hi", "0.2,0.15,0.2", "-max_steps", 40, "-output_dt", 10)
+    res3.append(by_id(frames(out)[-1]))
+c.true("3D block: 8000 grains, none lost", len(res3[0][0]) == 8000 and np.array_equal(res3[0][0], res3[1][0]), "%d" % len(res3[1][0]))
+c.true("3D block: the grains fell and touched", np.abs(res3[0][2]).max() > 0.1)
+c.true("3D block: 3 ranks give the bits of 1", np.array_equal(res3[0][1], res3[1][1]) and np.array_equal(res3[0][2], res3[1][2]),
+       "max |dx| %g" % np.abs(res3[0][1] - res3[1][1]).max())
 
 # 4. restart bit for bit
 one, two = T.outdir("pbd_restart_once"), T.outdir("pbd_restart_twice")

@@ -47,6 +47,7 @@ typedef struct {
   PetscInt        nmat;
   MPMGrainParams **grain; /* per material (the materials' own parameters) */
   double          rmin, rmax, reach;
+  uint64_t        seed; /* the run's, for the grains' radii */
   MPMHalo         halo;
   /* scratch over the rank's grains and then the copies (N = n + nrecv) */
   PetscInt        cap;
@@ -103,6 +104,27 @@ static PetscErrorCode PBDCheck(MPMIntegrator integ, MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* A grain's radius: its material's, varied by +- radius_variation with a
+ * number drawn from its id (the same on every rank, every step). */
+static double GrainRadius(const MPMGrainParams *g, uint64_t seed, int64_t id)
+{
+  if (g->radius_variation <= 0) return g->radius;
+  return g->radius * (1 + g->radius_variation * (2 * mpm_uniform(seed, (uint64_t)id, 0x9a1) - 1));
+}
+
+/* The output "radius" of every grain (frames, Catalyst: ParaView's glyphs
+ * scale by it). */
+static PetscErrorCode DerivedRadius(void *ctx, const MPMParticles *p, double *out)
+{
+  const PBD     *pb = (const PBD *)ctx;
+  const int64_t *id = MPMFieldInt64(p, p->f_id);
+  const int32_t *mt = MPMFieldInt32(p, p->f_mat);
+
+  PetscFunctionBeginUser;
+  for (PetscInt q = 0; q < p->n; q++) out[q] = GrainRadius(pb->grain[mt[q]], pb->seed, id[q]);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* A lattice of spacing s whose points are jittered by up to j s / 2 per
  * axis (the region's -<r>_jitter; 0 for lattice sampling and emitters)
  * seeds grains of radius r without overlap, between themselves and with
@@ -139,6 +161,8 @@ static PetscErrorCode PBDSetUp(MPMIntegrator integ, MPMSim sim)
     pb->rmax     = PetscMax(pb->rmax, pb->grain[m]->radius * (1 + pb->grain[m]->radius_variation));
   }
   pb->reach = 2 * pb->rmax * (1 + pb->margin);
+  pb->seed  = sim->seed;
+  PetscCall(MPMSpeciesAddDerived(sp, "radius", 1, DerivedRadius, pb));
   for (PetscInt r = 0; r < sim->nreg; r++) PetscCall(CheckSpacing(sim, pb, "Region", sim->reg[r].name, sim->reg[r].mat, sim->reg[r].ppc, sim->reg[r].sampling == MPM_SAMPLING_JITTER ? sim->reg[r].jitter : 0.0));
   for (PetscInt e = 0; e < sim->nem; e++) PetscCall(CheckSpacing(sim, pb, "Emitter", sim->em[e].name, sim->em[e].mat, sim->em[e].ppc, 0.0));
   pb->st.n = PBD_NSTAT;
@@ -281,14 +305,6 @@ static double InverseMass(const PBD *pb, const MPMSim sim, const double *x0, dou
   return exp(-pb->shock * z) / m;
 }
 
-/* A grain's radius: its material's, varied by +- radius_variation with a
- * number drawn from its id (the same on every rank, every step). */
-static double GrainRadius(const MPMGrainParams *g, uint64_t seed, int64_t id)
-{
-  if (g->radius_variation <= 0) return g->radius;
-  return g->radius * (1 + g->radius_variation * (2 * mpm_uniform(seed, (uint64_t)id, 0x9a1) - 1));
-}
-
 /* Gravity, the prediction, the records of every owned grain, then the
  * halo: the copies' records arrive after the owned ones. */
 static PetscErrorCode Predict(PBD *pb, MPMSim sim, double ds, PetscInt *N)
@@ -315,7 +331,7 @@ static PetscErrorCode Predict(PBD *pb, MPMSim sim, double ds, PetscInt *N)
       r->x[a] = x[q * d + a];
     }
     r->w = InverseMass(pb, sim, r->x0, m[q]);
-    r->r = GrainRadius(pb->grain[mt[q]], sim->seed, id[q]);
+    r->r = GrainRadius(pb->grain[mt[q]], pb->seed, id[q]);
   }
   PetscCall(MPMHaloSetUp(sim, n, x, pb->reach, &pb->halo));
   *N = n + pb->halo.nrecv;

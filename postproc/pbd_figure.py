@@ -1,0 +1,63 @@
+#!/usr/bin/env python3
+"""Pictures of a 2D run of grains (-integrator pbd): every grain drawn as a
+disc of its radius (the frames' output "radius"), coloured by speed, in a
+row of frames.
+
+  /usr/bin/python3 postproc/pbd_figure.py OUTDIR --frames 0,10,20 [--png FILE]
+      [--vmax SPEED] [--circle X,Y,R] [--title TEXT]
+
+--circle draws a circular wall (the drum's); the domain's box is drawn.
+"""
+import argparse
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mpmio  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("outdir")
+    ap.add_argument("--frames", default="0,-1")
+    ap.add_argument("--png")
+    ap.add_argument("--vmax", type=float, default=0.5)
+    ap.add_argument("--circle")
+    ap.add_argument("--title", default="")
+    args = ap.parse_args()
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.collections import EllipseCollection
+    files = mpmio.frame_files(args.outdir)
+    picks = [files[int(k)] for k in args.frames.split(",")]
+    opts = mpmio.run_options(args.outdir)
+    lo, hi = mpmio.vec(opts, "domain_lo"), mpmio.vec(opts, "domain_hi")
+    w = (hi[0] - lo[0]) / (hi[1] - lo[1])
+    fig, axes = plt.subplots(1, len(picks), figsize=(min(4 * w, 6) * len(picks), min(4, 6 / w) + 0.4), squeeze=False)
+    for ax, path in zip(axes[0], picks):
+        f = mpmio.read_frame(path, ["position", "velocity", "radius"])
+        x, r, s = f["position"], f["radius"], np.sqrt((f["velocity"] ** 2).sum(axis=1))
+        ec = EllipseCollection(2 * r, 2 * r, 0, units="xy", offsets=x[:, :2], transOffset=ax.transData, cmap="viridis", edgecolors="none")
+        ec.set_array(s)
+        ec.set_clim(0, args.vmax)
+        ax.add_collection(ec)
+        ax.add_patch(plt.Rectangle(lo[:2], hi[0] - lo[0], hi[1] - lo[1], fill=False, lw=0.8))
+        if args.circle:
+            cx, cy, cr = (float(v) for v in args.circle.split(","))
+            ax.add_patch(plt.Circle((cx, cy), cr, fill=False, lw=1.0))
+        ax.set_xlim(lo[0], hi[0])
+        ax.set_ylim(lo[1], hi[1])
+        ax.set_aspect("equal")
+        ax.set_title("t = %.2f s" % f["t"], fontsize=8)
+        ax.tick_params(labelsize=6)
+    fig.colorbar(ec, ax=axes[0].tolist(), shrink=0.8, label="speed [m/s]")
+    if args.title:
+        fig.suptitle(args.title, fontsize=9)
+    fig.savefig(args.png or os.path.join(args.outdir, "grains.png"), dpi=120)
+
+
+if __name__ == "__main__":
+    main()
