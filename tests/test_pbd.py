@@ -22,7 +22,9 @@ wall are unit-tested in test_kernels (section 15); here the whole solver:
    steps on 1 and 3 ranks (slabs cut the block).
 5. The hourglass (pbd_hourglass_2d.yaml, 2 ranks): after 1 s, over 40 % of
    the 1750 grains have drained, split between the left and right halves of
-   the lower chamber within 5 %; no grain lost.
+   the lower chamber within 5 %; no grain lost.  Momentum balance between
+   history rows: dP/dt = M g - (the forces booked on the walls and plates)
+   to 1e-8 of the weight (pairs keep their momentum exactly).
 """
 import numpy as np
 import mpmtest as T
@@ -117,5 +119,11 @@ left, right = m[below & (x[:, 0] < 0.1)].sum(), m[below & (x[:, 0] >= 0.1)].sum(
 c.true("hourglass: no grain lost", len(x) == 1750, "%d" % len(x))
 c.within("hourglass: drained fraction at t = 1 s", below.sum() / len(x), 0.4, 1.0)
 c.within("hourglass: (left - right) / drained mass", (left - right) / (left + right), -0.05, 0.05)
+h = T.mpmio.history(out)
+M, W = h["mass"][-1], h["mass"][-1] * 9.81
+F = [sum(h[k] for k in h if k.startswith(("bc_", "plate_")) and k.endswith("_f" + a)) for a in "xy"]
+bal = max(abs((h["momentum_" + a][k] - h["momentum_" + a][k - 1]) / (h["t"][k] - h["t"][k - 1]) - (M * g_a - F[i][k])) / W
+          for k in range(1, len(h["t"])) for i, (a, g_a) in enumerate((("x", 0.0), ("y", -9.81))))
+c.within("hourglass: |dP/dt - M g + sum F_objects| / weight", bal, 0, 1e-8)
 c.true("restart: last history row identical", all(h1[k][-1] == h2[k][-1] for k in ("t", "momentum_x", "kinetic_energy", "pbd_contacts", "pbd_max_overlap")))
 c.done()

@@ -206,16 +206,22 @@ void MPMCollidersGeometry(MPMColliders c, PetscInt species, const double *x, dou
   }
 }
 
-static PetscBool Near(MPMColliders c, PetscInt species, const double *x, double reach, PetscBool bodies_only)
+/* How many objects acting on the species are within `reach` of x (phi <=
+ * reach); with first, stop at the first. */
+static PetscInt Near(MPMColliders c, PetscInt species, const double *x, double reach, PetscBool bodies_only, PetscBool first)
 {
+  PetscInt k = 0;
   for (PetscInt o = 0; o < c->nobj; o++) {
     const MPMCollider *obj = &c->obj[o];
     double             n[3], vb[3];
     if ((bodies_only && !obj->dynamic) || obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
-    if (MPMPlacedShapeEval(&obj->ps, c->dim, x, n, vb) <= reach) return PETSC_TRUE;
+    if (MPMPlacedShapeEval(&obj->ps, c->dim, x, n, vb) <= reach && (++k, first)) break;
   }
-  return PETSC_FALSE;
+  return k;
 }
+
+/* The number of objects acting on the species within `reach` of x. */
+PetscInt MPMCollidersNearCount(MPMColliders c, PetscInt species, const double *x, double reach) { return Near(c, species, x, reach, PETSC_FALSE, PETSC_FALSE); }
 
 /* A grain of the position-based solver (radius r, -integrator pbd) at x
  * that was at x0 when the substep of length dt began, against every
@@ -258,10 +264,10 @@ void MPMCollidersBookGrain(MPMColliders c, PetscInt o, const double *x, double m
 }
 
 /* Whether a dynamic body acting on the species is within `reach` of x. */
-PetscBool MPMCollidersNearBody(MPMColliders c, PetscInt species, const double *x, double reach) { return Near(c, species, x, reach, PETSC_TRUE); }
+PetscBool MPMCollidersNearBody(MPMColliders c, PetscInt species, const double *x, double reach) { return Near(c, species, x, reach, PETSC_TRUE, PETSC_TRUE) > 0; }
 
 /* Whether an object acting on the species is within `reach` of x (phi <= reach). */
-PetscBool MPMCollidersNear(MPMColliders c, PetscInt species, const double *x, double reach) { return Near(c, species, x, reach, PETSC_FALSE); }
+PetscBool MPMCollidersNear(MPMColliders c, PetscInt species, const double *x, double reach) { return Near(c, species, x, reach, PETSC_FALSE, PETSC_TRUE) > 0; }
 
 /* The collisions of the implicit solve (Klar et al. s. 5.6, "projection
  * method"): project node velocity v like MPMCollidersApply but without

@@ -44,6 +44,7 @@ MPMContact     MPMCollidersApply(MPMColliders c, PetscInt species, const double 
 MPMContact     MPMCollidersVelocity(MPMColliders c, PetscInt species, const double *geo, const double *x, double m, double dt, PetscBool owned, double *v);
 PetscBool      MPMCollidersNear(MPMColliders c, PetscInt species, const double *x, double reach);
 PetscBool      MPMCollidersNearBody(MPMColliders c, PetscInt species, const double *x, double reach);
+PetscInt       MPMCollidersNearCount(MPMColliders c, PetscInt species, const double *x, double reach);
 /* A solve that collides the same nodes many times (the nonsmooth
  * Gauss-Seidel) keeps each node's geometry for MPMCollidersVelocity: per
  * object that stands still, its distance, normal and velocity at x. */

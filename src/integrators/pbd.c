@@ -56,6 +56,7 @@ typedef struct {
   double         *x0;  /* positions at the substep's start (pre-stabilized), N x dim */
   double         *xr;  /* the same before pre-stabilization: its slip is measured from there */
   double         *dx;  /* a sweep's corrections of the owned grains, n x dim */
+  double         *L;   /* per grain (owned, then copies): its contacts, grains and objects, at the prediction (>= 1: the Jacobi weights) */
   /* neighbours of the owned grains (CSR, sorted by id) */
   PetscInt       *nb_off, *nb, capnb;
   /* the spatial hash */
@@ -196,8 +197,8 @@ static PetscErrorCode Reserve(PBD *pb, PetscInt N, PetscInt keep, PetscInt dim)
   if (keep) PetscCall(PetscArraycpy(rec, pb->rec, keep));
   PetscCall(PetscFree(pb->rec));
   pb->rec = rec;
-  PetscCall(PetscFree4(pb->x, pb->x0, pb->xr, pb->dx));
-  PetscCall(PetscMalloc4(pb->cap * dim, &pb->x, pb->cap * dim, &pb->x0, pb->cap * dim, &pb->xr, pb->cap * dim, &pb->dx));
+  PetscCall(PetscFree5(pb->x, pb->x0, pb->xr, pb->dx, pb->L));
+  PetscCall(PetscMalloc5(pb->cap * dim, &pb->x, pb->cap * dim, &pb->x0, pb->cap * dim, &pb->xr, pb->cap * dim, &pb->dx, pb->cap, &pb->L));
 
   PetscCall(PetscFree(pb->key));
   PetscCall(PetscFree(pb->nb_off));
@@ -345,6 +346,20 @@ static PetscErrorCode Predict(PBD *pb, MPMSim sim, double ds, PetscInt *N)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* How many of owned grain i's neighbours it overlaps at the prediction. */
+static PetscInt Touching(const PBD *pb, PetscInt i, PetscInt d)
+{
+  PetscInt k = 0;
+  for (PetscInt e = pb->nb_off[i]; e < pb->nb_off[i + 1]; e++) {
+    const PetscInt j    = pb->nb[e];
+    const double   dist = pb->rec[i].r + pb->rec[j].r;
+    double         r2   = 0;
+    for (PetscInt a = 0; a < d; a++) r2 += (pb->x[i * d + a] - pb->x[j * d + a]) * (pb->x[i * d + a] - pb->x[j * d + a]);
+    k += r2 < dist * dist ? 1 : 0;
+  }
+  return k;
+}
+
 static PetscErrorCode FindNeighbours(PBD *pb, MPMSim sim, PetscInt N)
 {
   const PetscInt n = sim->species[0]->p.n, d = sim->dim;
@@ -356,7 +371,9 @@ static PetscErrorCode FindNeighbours(PBD *pb, MPMSim sim, PetscInt N)
     PetscInt len = 0;
     PetscCall(Neighbours(pb, i, d, sim->layout.box.origin, &len));
     pb->nb_off[i + 1] = pb->nb_off[i] + len;
+    pb->L[i]          = (double)PetscMax(1, Touching(pb, i, d) + MPMCollidersNearCount(sim->colliders, 0, pb->x + i * d, pb->rec[i].r));
   }
+  PetscCall(MPMHaloForward(sim, &pb->halo, pb->L, sizeof(double), pb->L + n));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -365,7 +382,12 @@ typedef struct {
 } PBDSweepStats;
 
 /* One Jacobi sweep over the owned grains at positions pos (owned, then
- * copies): each grain's averaged correction, relaxed, into pb->dx.  The
+ * copies): each grain's correction into pb->dx.  A pair's correction is
+ * weighted by omega / max(L_a, L_b), L a grain's contacts at the
+ * prediction: the seed's averaging (a grain moves by about the mean of its
+ * contacts' corrections), with the same weight on both grains of a pair,
+ * so the pair keeps its momentum exactly; an object's by omega / max(L,
+ * the grain's contacts in this sweep).  The
  * slip is measured from `from` (pb->xr for pre-stabilization, whose sweeps
  * move pb->x0, and pb->x0 for the solve): pre-stabilization has friction
  * too, or grains would slide past each other there unresisted.  With book, the objects' share
@@ -396,7 +418,8 @@ static void Sweep(PBD *pb, MPMSim sim, const double *pos, const double *from, Pe
       const double          pen   = first ? mpm_pbd_pair((int)d, xi, pos + j * d, from + i * d, from + j * d, ri->r, rj->r, ri->w, rj->w, mus, muk, da, db)
                                           : mpm_pbd_pair((int)d, pos + j * d, xi, from + j * d, from + i * d, rj->r, ri->r, rj->w, ri->w, mus, muk, da, db);
       if (!(pen > 0)) continue;
-      for (PetscInt a = 0; a < d; a++) sum[a] += first ? da[a] : db[a];
+      const double w = pb->relax / PetscMax(pb->L[i], pb->L[j]);
+      for (PetscInt a = 0; a < d; a++) sum[a] += w * (first ? da[a] : db[a]);
       cnt++;
       ss->overlap = PetscMax(ss->overlap, pen / PetscMin(ri->r, rj->r));
     }
@@ -404,16 +427,15 @@ static void Sweep(PBD *pb, MPMSim sim, const double *pos, const double *from, Pe
     const PetscInt nw = MPMCollidersGrain(c, 0, from + i * d, xi, ri->r, book ? ds : 0.0, touched, dxw);
     for (PetscInt k = 0; k < nw; k++) {
       double pen = 0;
-      for (PetscInt a = 0; a < d; a++) {
-        sum[a] += dxw[k * d + a];
-        pen += dxw[k * d + a] * dxw[k * d + a];
-      }
+      for (PetscInt a = 0; a < d; a++) pen += dxw[k * d + a] * dxw[k * d + a];
       ss->overlap = PetscMax(ss->overlap, sqrt(pen) / ri->r);
     }
     cnt += nw;
     ss->contacts += 2 * nw; /* counted once, like a pair counted by both grains */
-    const double s = cnt ? pb->relax / (double)cnt : 0.0;
-    for (PetscInt a = 0; a < d; a++) dxi[a] = s * sum[a];
+    const double s = pb->relax / PetscMax(pb->L[i], (double)cnt);
+    for (PetscInt k = 0; k < nw; k++)
+      for (PetscInt a = 0; a < d; a++) sum[a] += s * dxw[k * d + a];
+    for (PetscInt a = 0; a < d; a++) dxi[a] = sum[a];
     if (!book) continue;
     for (PetscInt k = 0; k < nw; k++) { /* the object's share of the move, as a velocity change over the substep */
       double dv[3] = {0, 0, 0};
@@ -586,7 +608,7 @@ static PetscErrorCode PBDDestroy(MPMIntegrator integ)
   PetscFunctionBeginUser;
   PetscCall(MPMHaloDestroy(&pb->halo));
   PetscCall(PetscFree(pb->rec));
-  PetscCall(PetscFree4(pb->x, pb->x0, pb->xr, pb->dx));
+  PetscCall(PetscFree5(pb->x, pb->x0, pb->xr, pb->dx, pb->L));
   PetscCall(PetscFree(pb->key));
   PetscCall(PetscFree(pb->nb_off));
   PetscCall(PetscFree(pb->nb));
