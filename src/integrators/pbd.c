@@ -9,12 +9,16 @@
  *              spatial hash of cells one interaction distance wide (the
  *              seed's, after Mueller), from this rank's grains and the halo
  *              copies of other ranks' grains (MPMHaloSetUp, parallel.c)
+ *   stabilize  -pbd_stabilization_iterations sweeps on x0 that move x0 and x
+ *              alike: old overlap goes without becoming velocity
  *   iterate    -pbd_iterations Jacobi sweeps: each grain sums the contact
  *              and friction corrections of its contacts with grains
- *              (mpm_pbd_pair) and objects (MPMCollidersGrain) and moves by
- *              -pbd_relaxation x their mean (the seed's constraint
- *              averaging); the copies' positions are refreshed from their
- *              owners after every sweep (MPMHaloForward)
+ *              (mpm_pbd_pair) and objects (MPMCollidersGrain), a pair's
+ *              weighted by -pbd_relaxation / max(L_a, L_b) on both grains
+ *              (L: a grain's contacts at the prediction), so the seed's
+ *              averaging keeps every pair's momentum; the copies'
+ *              positions are refreshed from their owners after every sweep
+ *              (MPMHaloForward)
  *   velocity   v = (x - x0) / ds; below -pbd_sleep_threshold the grain
  *              stays at x0 at rest
  *
@@ -82,7 +86,7 @@ static PetscErrorCode PBDOptions(MPMIntegrator integ, MPMSim sim)
   PetscCall(MPMOptionsInt("-substeps", "Substeps per time step [-]", NULL, pb->substeps, &pb->substeps, NULL));
   PetscCall(MPMOptionsInt("-iterations", "Jacobi iterations of the contacts per substep [-]", NULL, pb->iterations, &pb->iterations, NULL));
   PetscCall(MPMOptionsInt("-stabilization_iterations", "Pre-stabilization sweeps per substep: contacts solved on the start positions, moving both them and the prediction, so overlap left from earlier steps is removed without turning into velocity (Macklin et al. 2014 s. 4.4) [-]", NULL, pb->stabilize, &pb->stabilize, NULL));
-  PetscCall(MPMOptionsReal("-relaxation", "Relaxation factor omega of the averaged corrections, in (0, 2] [-]", NULL, pb->relax, &pb->relax, NULL));
+  PetscCall(MPMOptionsReal("-relaxation", "Relaxation factor omega: a pair's correction is weighted by omega / (the larger contact count of its grains), in (0, 2] [-]", NULL, pb->relax, &pb->relax, NULL));
   PetscCall(MPMOptionsReal("-neighbor_margin", "Neighbour search distance beyond contact, in grain diameters, in [0, 1] [-]", NULL, pb->margin, &pb->margin, NULL));
   PetscCall(MPMOptionsReal("-sleep_threshold", "Grains slower than this after a substep stay where they were, at rest (0: off) [m/s]", NULL, pb->sleep, &pb->sleep, NULL));
   PetscCall(MPMOptionsReal("-shock_propagation", "Shock propagation k: the solve's inverse mass of a grain at height z is exp(-k z) / m (0: off) [1/m]", NULL, pb->shock, &pb->shock, NULL));
