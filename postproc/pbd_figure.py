@@ -36,8 +36,13 @@ def main():
     opts = mpmio.run_options(args.outdir)
     lo, hi = mpmio.vec(opts, "domain_lo"), mpmio.vec(opts, "domain_hi")
     w = (hi[0] - lo[0]) / (hi[1] - lo[1])
-    fig, axes = plt.subplots(1, len(picks), figsize=(min(4 * w, 6) * len(picks), min(4, 6 / w) + 0.4), squeeze=False)
-    for ax, path in zip(axes[0], picks):
+    cols = 2 if w > 1.5 and len(picks) > 2 else len(picks)  # wide domains: two a row
+    rows = (len(picks) + cols - 1) // cols
+    pw = min(4 * w, 6)
+    fig, axes = plt.subplots(rows, cols, figsize=(pw * cols + 1, (pw / w + 0.5) * rows), squeeze=False)
+    for ax in axes.flat[len(picks):]:
+        ax.axis("off")
+    for ax, path in zip(axes.flat, picks):
         f = mpmio.read_frame(path, ["position", "velocity", "radius"])
         x, r, s = f["position"], f["radius"], np.sqrt((f["velocity"] ** 2).sum(axis=1))
         ec = EllipseCollection(2 * r, 2 * r, 0, units="xy", offsets=x[:, :2], transOffset=ax.transData, cmap="viridis", edgecolors="none")
@@ -53,7 +58,7 @@ def main():
         ax.set_aspect("equal")
         ax.set_title("t = %.2f s" % f["t"], fontsize=8)
         ax.tick_params(labelsize=6)
-    fig.colorbar(ec, ax=axes[0].tolist(), shrink=0.8, label="speed [m/s]")
+    fig.colorbar(ec, ax=axes.ravel().tolist(), shrink=0.8, label="speed [m/s]")
     if args.title:
         fig.suptitle(args.title, fontsize=9)
     fig.savefig(args.png or os.path.join(args.outdir, "grains.png"), dpi=120)

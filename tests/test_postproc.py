@@ -10,7 +10,7 @@ import mpmtest as T
 PY = "/usr/bin/python3"
 c = T.Checks("post-processing scripts")
 scripts = ["column_collapse.py", "column_collapse_study.py", "sand_pile.py", "history_plot.py", "front_history.py", "scaling_plot.py", "scaling_model.py", "render_frame.py",
-           "implicit_collapse_study.py", "anisotropy_collapse.py", "crater.py"]
+           "implicit_collapse_study.py", "anisotropy_collapse.py", "crater.py", "pbd_pile.py", "pbd_figure.py"]
 for s in scripts:
     p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", s), "-h"], capture_output=True, text=True)
     c.true("%s -h" % s, p.returncode == 0 and "usage" in p.stdout.lower(), p.stderr[-200:])
@@ -33,6 +33,15 @@ fronts = [float(r["front"]) for r in rows]
 c.true("front_history.py: one row per frame, plot written", p.returncode == 0 and len(rows) == len(T.mpmio.frame_files(out)) and os.path.exists(os.path.join(out, "front_history.png")),
        p.stderr[-300:])
 c.true("front_history.py: the front advances, the column gets lower", fronts[-1] > fronts[0] + 0.02 and float(rows[-1]["height"]) < float(rows[0]["height"]))
+
+# the grains' scripts on the pbd column's deposit (0.4 s): a flank, a picture
+grains = T.outdir("postproc_pbd")
+T.run_deck("pbd_column_2d.yaml", 1, grains, "-t_end", "0.4", "-output_dt", "0.2")
+p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", "pbd_pile.py"), grains], capture_output=True, text=True)
+gp = json.load(open(os.path.join(grains, "pbd_pile.json"))) if p.returncode == 0 else {}
+c.true("pbd_pile.py fits a flank", p.returncode == 0 and gp.get("fit_points", 0) >= 3 and 0 < gp["slope_angle"] < 90 and gp["static_friction"] == 0.6, p.stdout.strip()[:200] + p.stderr[-300:])
+p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", "pbd_figure.py"), grains, "--frames", "0,-1"], capture_output=True, text=True)
+c.true("pbd_figure.py draws the grains", p.returncode == 0 and os.path.getsize(os.path.join(grains, "grains.png")) > 10000, p.stderr[-300:])
 
 # the crater script on the crater deck's quick look, 3 steps: the ball is
 # just in, there is no crater yet, and how deep the ball goes by Uehara's law
