@@ -48,6 +48,7 @@ DECKS = [
     ("2D snowball, semi-implicit", ["snowball_wall_2d.yaml", "-t_end", "0.08", "-output_dt", "0.08"], 0),
     ("3D snowball, semi-implicit", ["snowball_wall_3d.yaml", "-dx", "0.02", "-t_end", "0.022", "-output_dt", "0.022"], 0),
     ("2D wheel, nonsmooth, anisotropic", ["wheel_2d.yaml", "-dx", "0.01", "-max_steps", "20", "-nonsmooth_max_it", "20", "-sand_anisotropy", "0.8", "-sand_grain_normals", "random"], 0),
+    ("2D hourglass, pbd (halos)", ["pbd_hourglass_2d.yaml", "-max_steps", "30"], 0),
     ("input error", ["column_collapse_2d.yaml", "-sand_density", "-1"], 1),
     ("blow-up", ["verification/free_fall.yaml", "-dt", "1e-3", "-cube_velocity_gradient", "-3000,0,0,0"], 70),
 ]

@@ -166,6 +166,10 @@ static PetscErrorCode PBDSetUp(MPMIntegrator integ, MPMSim sim)
     pb->rmax     = PetscMax(pb->rmax, pb->grain[m]->radius * (1 + pb->grain[m]->radius_variation));
   }
   pb->reach = 2 * pb->rmax * (1 + pb->margin);
+  for (PetscInt a = 0; a < sim->dim; a++) /* cell coordinates of the hash take 20 bits each */
+    PetscCheck(sim->help || sim->layout.N[a] * sim->layout.h < 5e5 * pb->reach, sim->comm, PETSC_ERR_USER_INPUT,
+               "-integrator pbd: the grains (largest radius %g m) are too small for the domain (%g m along %c): the spatial hash takes at most 500,000 grains across",
+               pb->rmax, sim->layout.N[a] * sim->layout.h, "xyz"[a]);
   pb->seed  = sim->seed;
   PetscCall(MPMSpeciesAddDerived(sp, "radius", 1, DerivedRadius, pb));
   for (PetscInt r = 0; r < sim->nreg; r++) PetscCall(CheckSpacing(sim, pb, "Region", sim->reg[r].name, sim->reg[r].mat, sim->reg[r].ppc, sim->reg[r].sampling == MPM_SAMPLING_JITTER ? sim->reg[r].jitter : 0.0));
@@ -217,7 +221,8 @@ static int64_t CellKey(const double *x, PetscInt dim, const double *lo, double c
 {
   int64_t k = 0;
   for (PetscInt a = 0; a < 3; a++) {
-    c[a] = a < dim ? (int64_t)floor((x[a] - lo[a]) / cs) + (1 << 20) : (1 << 20);
+    const double f = a < dim ? (x[a] - lo[a]) / cs : 0.0;
+    c[a]           = (f > -1e6 && f < 1e6 ? (int64_t)floor(f) : 0) + (1 << 20); /* NaN (caught after the step) and strays: cell 0, no UB */
     c[a] = PetscMin(PetscMax(c[a], 0), (1 << 21) - 1);
     k    = (k << 21) | c[a];
   }
