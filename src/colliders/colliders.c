@@ -215,7 +215,9 @@ static PetscInt Near(MPMColliders c, PetscInt species, const double *x, double r
     const MPMCollider *obj = &c->obj[o];
     double             n[3], vb[3];
     if ((bodies_only && !obj->dynamic) || obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
-    if (MPMPlacedShapeEval(&obj->ps, c->dim, x, n, vb) <= reach && (++k, first)) break;
+    if (MPMPlacedShapeEval(&obj->ps, c->dim, x, n, vb) > reach) continue;
+    k++;
+    if (first) break;
   }
   return k;
 }
