@@ -42,6 +42,7 @@ CASES = [
     ("ball_3d", "ball_into_sand_3d.yaml", ["-dx", "0.02", "-ball_radius", "0.06", "-max_steps", "100"], (1, 2)),
     ("column_3d_flip_cubic", "column_collapse_3d.yaml", ["-dx", "0.01", "-max_steps", "100", "-transfer", "flip", "-kernel", "cubic"], (1, 2)),
     ("column_2d_aflip", "column_collapse_2d.yaml", ["-dx", "0.00625", "-max_steps", "300", "-transfer", "aflip"], (1, 2)),
+    ("hourglass_2d_pbd", "pbd_hourglass_2d.yaml", ["-max_steps", "200"], (1, 2)),
 ]
 # restart case: (name of the case it must reproduce, ranks, step of the checkpoint)
 RESTART = ("column_2d", 2, 150)
