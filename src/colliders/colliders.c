@@ -138,6 +138,22 @@ void MPMCollidersAtTime(MPMColliders c, double t)
     if (!c->obj[o].dynamic) MPMPlacedShapeAtTime(&c->obj[o].ps, c->dim, t);
 }
 
+/* Add impulse J (dim values) applied at x to imp (impulse, then its moment
+ * about the centre c); returns |x - c|^2. */
+static double AddImpulse(double *imp, PetscInt d, const double *x, const double *c, const double *J)
+{
+  double r[3] = {0, 0, 0}, r2 = 0;
+  for (PetscInt a = 0; a < d; a++) {
+    r[a] = x[a] - c[a];
+    imp[a] += J[a];
+    r2 += r[a] * r[a];
+  }
+  imp[3] += r[1] * J[2] - r[2] * J[1];
+  imp[4] += r[2] * J[0] - r[0] * J[2];
+  imp[5] += r[0] * J[1] - r[1] * J[0];
+  return r2;
+}
+
 /* Every object acting on `species` in turn on the node velocity v at x;
  * when impulse is given, each object's impulse (the node's momentum change
  * reversed, -m dv) and its moment about the object's centre are added to
@@ -150,7 +166,7 @@ static MPMContact CollideNode(MPMColliders c, PetscInt species, const double *x,
   MPMContact     contact = MPM_CONTACT_NONE;
   for (PetscInt o = 0; o < c->nobj; o++) {
     const MPMCollider *obj = &c->obj[o];
-    double             nl[3], vbl[3], before[3], J[3] = {0, 0, 0}, r[3] = {0, 0, 0};
+    double             nl[3], vbl[3], before[3], J[3] = {0, 0, 0};
     const double      *g = geo && !obj->dynamic ? geo + o * (1 + 2 * d) : NULL, *n = g ? g + 1 : nl, *vb = g ? g + 1 + d : vbl;
     if (obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
     const double phi = g ? g[0] : MPMPlacedShapeEval(&obj->ps, d, x, nl, vbl);
@@ -159,16 +175,9 @@ static MPMContact CollideNode(MPMColliders c, PetscInt species, const double *x,
     if (acted == MPM_CONTACT_NONE) continue;
     if (acted > contact) contact = acted; /* the enum is ordered: held > moved > none */
     if (!impulse && !(trial && obj->dynamic)) continue;
-    double *imp = impulse ? impulse + 6 * o : c->trial + 8 * o, r2 = 0;
-    for (PetscInt a = 0; a < d; a++) {
-      J[a] = -m * (v[a] - before[a]);
-      r[a] = x[a] - obj->ps.c[a];
-      imp[a] += J[a];
-      r2 += r[a] * r[a];
-    }
-    imp[3] += r[1] * J[2] - r[2] * J[1];
-    imp[4] += r[2] * J[0] - r[0] * J[2];
-    imp[5] += r[0] * J[1] - r[1] * J[0];
+    double *imp = impulse ? impulse + 6 * o : c->trial + 8 * o;
+    for (PetscInt a = 0; a < d; a++) J[a] = -m * (v[a] - before[a]);
+    const double r2 = AddImpulse(imp, d, x, obj->ps.c, J);
     if (!impulse) { /* the contact's mass, for the body's relaxation */
       imp[6] += m;
       imp[7] += m * r2;
@@ -254,15 +263,9 @@ PetscInt MPMCollidersGrain(MPMColliders c, PetscInt species, const double *x0, c
  * the object changed by dv: -m dv, and its moment about the centre. */
 void MPMCollidersBookGrain(MPMColliders c, PetscInt o, const double *x, double m, const double *dv)
 {
-  double *imp = c->impulse + 6 * o, J[3] = {0, 0, 0}, r[3] = {0, 0, 0};
-  for (PetscInt a = 0; a < c->dim; a++) {
-    J[a] = -m * dv[a];
-    r[a] = x[a] - c->obj[o].ps.c[a];
-    imp[a] += J[a];
-  }
-  imp[3] += r[1] * J[2] - r[2] * J[1];
-  imp[4] += r[2] * J[0] - r[0] * J[2];
-  imp[5] += r[0] * J[1] - r[1] * J[0];
+  double J[3] = {0, 0, 0};
+  for (PetscInt a = 0; a < c->dim; a++) J[a] = -m * dv[a];
+  AddImpulse(c->impulse + 6 * o, c->dim, x, c->obj[o].ps.c, J);
 }
 
 /* Whether a dynamic body acting on the species is within `reach` of x. */

@@ -340,3 +340,18 @@ void MPMStepControlSetState(MPMStepControl *sc, const double *state, PetscBool h
   sc->dt_cap = state[0] > 0 ? state[0] : PETSC_INFINITY;
   sc->dt_ref = has_ref ? state[1] : 0.0; /* checkpoints before dt_ref: no floor until the next failure */
 }
+
+/* ---------------------------------------------- statistics as state */
+PetscInt MPMStepStatsGetTotals(const MPMStepStats *s, double *state)
+{
+  for (PetscInt k = 0; k < s->n; k++) state[k] = s->total[k];
+  return s->n;
+}
+
+PetscErrorCode MPMStepStatsSetTotals(MPMStepStats *s, const char *type, PetscInt n, const double *state)
+{
+  PetscFunctionBeginUser;
+  PetscCheck(n == s->n, PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "the checkpoint's %s integrator state has %" PetscInt_FMT " values, expected %" PetscInt_FMT, type, n, s->n);
+  for (PetscInt k = 0; k < n; k++) s->total[k] = state[k];
+  PetscFunctionReturn(PETSC_SUCCESS);
+}

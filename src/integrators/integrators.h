@@ -28,6 +28,12 @@ typedef struct {
   double   total[MPM_MAX_STATS];
 } MPMStepStats;
 
+/* The run totals of s as an integrator's checkpoint state (ops.get_state,
+ * ops.set_state of integrators whose only state they are): s->n values;
+ * a checkpoint with another count is refused, naming the integrator. */
+PetscInt       MPMStepStatsGetTotals(const MPMStepStats *s, double *state);
+PetscErrorCode MPMStepStatsSetTotals(MPMStepStats *s, const char *type, PetscInt n, const double *state);
+
 #define MPM_MAX_INTEGRATOR_STATE 64
 
 typedef struct {

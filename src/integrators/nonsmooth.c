@@ -1351,21 +1351,15 @@ static PetscErrorCode NonsmoothStats(MPMIntegrator integ, MPMStepStats *s)
 
 static PetscErrorCode NonsmoothGetState(MPMIntegrator integ, PetscInt *n, double *state)
 {
-  const Nonsmooth *ns = (const Nonsmooth *)integ->data;
-
   PetscFunctionBeginUser;
-  for (int k = 0; k < NS_NSTAT; k++) state[k] = ns->st.total[k];
-  *n = NS_NSTAT;
+  *n = MPMStepStatsGetTotals(&((Nonsmooth *)integ->data)->st, state);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 static PetscErrorCode NonsmoothSetState(MPMIntegrator integ, PetscInt n, const double *state)
 {
-  Nonsmooth *ns = (Nonsmooth *)integ->data;
-
   PetscFunctionBeginUser;
-  PetscCheck(n == NS_NSTAT, PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "the checkpoint's nonsmooth integrator state has %" PetscInt_FMT " values, expected %d", n, NS_NSTAT);
-  for (int k = 0; k < NS_NSTAT; k++) ns->st.total[k] = state[k];
+  PetscCall(MPMStepStatsSetTotals(&((Nonsmooth *)integ->data)->st, "nonsmooth", n, state));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

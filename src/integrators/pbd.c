@@ -268,14 +268,16 @@ static PetscErrorCode HashBuild(PBD *pb, PetscInt N, PetscInt dim, const double 
 
 /* Neighbours of owned grain i among the N: the grains of the 3^dim cells
  * around it closer than the contact distance plus the margin, sorted by
- * id (insertion sort: a grain has a dozen). */
-static PetscErrorCode Neighbours(PBD *pb, PetscInt i, PetscInt dim, const double *lo, PetscInt *len)
+ * id (insertion sort: a grain has a dozen); *touching: how many of them it
+ * overlaps at the prediction. */
+static PetscErrorCode Neighbours(PBD *pb, PetscInt i, PetscInt dim, const double *lo, PetscInt *len, PetscInt *touching)
 {
   const double *xi = pb->x + i * dim, ri = pb->rec[i].r, slack = 2 * pb->rmax * pb->margin;
   int64_t       ci[3];
   PetscInt      k0 = pb->nb_off[i], k = k0;
 
   PetscFunctionBeginUser;
+  *touching = 0;
   CellKey(xi, dim, lo, pb->reach, ci);
   for (int dz = (dim == 3 ? -1 : 0); dz <= (dim == 3 ? 1 : 0); dz++)
     for (int dy = -1; dy <= 1; dy++)
@@ -285,10 +287,11 @@ static PetscErrorCode Neighbours(PBD *pb, PetscInt i, PetscInt dim, const double
         for (PetscInt e = pb->bucket_start[b]; e < pb->bucket_start[b + 1]; e++) {
           const PetscInt j = pb->bucket[e];
           if (j == i || pb->key[j] != ck) continue; /* itself, or another cell in the same bucket */
-          const double  dist = ri + pb->rec[j].r + slack;
-          double        r2   = 0;
+          const double  contact = ri + pb->rec[j].r, dist = contact + slack;
+          double        r2      = 0;
           for (PetscInt a = 0; a < dim; a++) r2 += (xi[a] - pb->x[j * dim + a]) * (xi[a] - pb->x[j * dim + a]);
           if (r2 >= dist * dist) continue;
+          *touching += r2 < contact * contact ? 1 : 0;
           if (k >= pb->capnb) {
             pb->capnb = 2 * pb->capnb + 1024;
             PetscCall(PetscRealloc(sizeof(PetscInt) * pb->capnb, &pb->nb));
@@ -355,20 +358,6 @@ static PetscErrorCode Predict(PBD *pb, MPMSim sim, double ds, PetscInt *N)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* How many of owned grain i's neighbours it overlaps at the prediction. */
-static PetscInt Touching(const PBD *pb, PetscInt i, PetscInt d)
-{
-  PetscInt k = 0;
-  for (PetscInt e = pb->nb_off[i]; e < pb->nb_off[i + 1]; e++) {
-    const PetscInt j    = pb->nb[e];
-    const double   dist = pb->rec[i].r + pb->rec[j].r;
-    double         r2   = 0;
-    for (PetscInt a = 0; a < d; a++) r2 += (pb->x[i * d + a] - pb->x[j * d + a]) * (pb->x[i * d + a] - pb->x[j * d + a]);
-    k += r2 < dist * dist ? 1 : 0;
-  }
-  return k;
-}
-
 static PetscErrorCode FindNeighbours(PBD *pb, MPMSim sim, PetscInt N)
 {
   const PetscInt n = sim->species[0]->p.n, d = sim->dim;
@@ -377,10 +366,10 @@ static PetscErrorCode FindNeighbours(PBD *pb, MPMSim sim, PetscInt N)
   PetscCall(HashBuild(pb, N, d, sim->layout.box.origin));
   pb->nb_off[0] = 0;
   for (PetscInt i = 0; i < n; i++) {
-    PetscInt len = 0;
-    PetscCall(Neighbours(pb, i, d, sim->layout.box.origin, &len));
+    PetscInt len = 0, touching = 0;
+    PetscCall(Neighbours(pb, i, d, sim->layout.box.origin, &len, &touching));
     pb->nb_off[i + 1] = pb->nb_off[i] + len;
-    pb->L[i]          = (double)PetscMax(1, Touching(pb, i, d) + MPMCollidersNearCount(sim->colliders, 0, pb->x + i * d, pb->rec[i].r));
+    pb->L[i]          = (double)PetscMax(1, touching + MPMCollidersNearCount(sim->colliders, 0, pb->x + i * d, pb->rec[i].r));
   }
   PetscCall(MPMHaloForward(sim, &pb->halo, pb->L, sizeof(double), pb->L + n));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -583,21 +572,15 @@ static PetscErrorCode PBDStats(MPMIntegrator integ, MPMStepStats *s)
 
 static PetscErrorCode PBDGetState(MPMIntegrator integ, PetscInt *n, double *state)
 {
-  const PBD *pb = (const PBD *)integ->data;
-
   PetscFunctionBeginUser;
-  for (int k = 0; k < PBD_NSTAT; k++) state[k] = pb->st.total[k];
-  *n = PBD_NSTAT;
+  *n = MPMStepStatsGetTotals(&((PBD *)integ->data)->st, state);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 static PetscErrorCode PBDSetState(MPMIntegrator integ, PetscInt n, const double *state)
 {
-  PBD *pb = (PBD *)integ->data;
-
   PetscFunctionBeginUser;
-  PetscCheck(n == PBD_NSTAT, PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "the checkpoint's pbd integrator state has %" PetscInt_FMT " values, expected %d", n, PBD_NSTAT);
-  for (int k = 0; k < PBD_NSTAT; k++) pb->st.total[k] = state[k];
+  PetscCall(MPMStepStatsSetTotals(&((PBD *)integ->data)->st, "pbd", n, state));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
