@@ -2752,6 +2752,60 @@ static void test_pbd(int d)
   CHECK(maxabs(d, dx) + (got <= 0 ? 0 : 1), 0, 0, "pbd %dD wall: a grain off the surface is left alone", d);
 }
 
+/* Accumulated friction (-pbd_friction accumulated): the bound is mu_s times
+ * the normal correction the contact took over the substep, so a contact
+ * whose overlap an earlier sweep removed still holds; kinetic friction
+ * brings the accumulated tangential correction to mu_k ln and no further,
+ * however many sweeps see the same slip. */
+static void test_pbd_accumulated(int d)
+{
+  const double ra = 0.01, rb = 0.015, ma = 2.0, mb = 3.0, wa = 1 / ma, wb = 1 / mb, mus = 0.6, muk = 0.4, w = 0.5;
+  double       xa[3] = {0.1, 0.2, 0.3}, xb[3], x0a[3], x0b[3], da[3], db[3], n[3] = {0.6, 0.8, 0}, t1[3] = {-0.8, 0.6, 0};
+  if (d == 3) n[0] = 0.48, n[1] = 0.64, n[2] = 0.6;
+  const double pen = 0.004, ln = 0.003;
+  /* touching, no overlap left: the seed's friction is gone, the accumulated one holds */
+  for (int a = 0; a < d; a++) xb[a] = xa[a] - (ra + rb) * n[a], x0b[a] = xb[a];
+  const double slip_s = 0.5 * mus * ln, slip_k = 3 * mus * ln;
+  for (int a = 0; a < d; a++) x0a[a] = xa[a] - slip_s * t1[a];
+  double lam[4] = {ln, 0, 0, 0};
+  mpm_pbd_pair_acc(d, xa, xb, x0a, x0b, ra, rb, wa, wb, mus, muk, 1.0, lam, da, db);
+  double rel = 0, p = 0;
+  for (int a = 0; a < d; a++) rel += ((xa[a] + da[a] - x0a[a]) - (xb[a] + db[a] - x0b[a])) * t1[a];
+  CHECK(rel, 0, 2e-16, "pbd %dD accumulated: a resolved contact (ln %.0e m) holds a slip of 0.5 mu_s ln exactly", d, ln);
+  for (int a = 0; a < d; a++) p = fmax(p, fabs(ma * da[a] + mb * db[a]));
+  CHECK(p, 0, 1e-18, "pbd %dD accumulated: momentum of the correction m_a da + m_b db = 0", d);
+  mpm_pbd_pair(d, xa, xb, x0a, x0b, ra, rb, wa, wb, mus, muk, da, db);
+  CHECK(maxabs(d, da) + maxabs(d, db), 0, 0, "pbd %dD accumulated: (the seed's friction leaves the same contact sliding)", d);
+  /* kinetic, over sweeps of weight w: the tangential correction tends to mu_k ln, never beyond */
+  for (int a = 0; a < d; a++) x0a[a] = xa[a] - slip_k * t1[a];
+  double ya[3], yb[3], lt = 0;
+  for (int a = 0; a < d; a++) ya[a] = xa[a], yb[a] = xb[a];
+  lam[0] = ln, lam[1] = lam[2] = lam[3] = 0;
+  for (int it = 0; it < 60; it++) {
+    mpm_pbd_pair_acc(d, ya, yb, x0a, x0b, ra, rb, wa, wb, mus, muk, w, lam, da, db);
+    for (int a = 0; a < d; a++) ya[a] += da[a], yb[a] += db[a];
+  }
+  rel = 0;
+  for (int a = 0; a < d; a++) rel += ((ya[a] - x0a[a]) - (yb[a] - x0b[a])) * t1[a], lt -= lam[1 + a] * lam[1 + a];
+  lt = -sqrt(-lt);
+  /* to 1e-4 ln: the pair's normal turns as it slides (a sweep booking its
+   * friction again would be off by mu_k ln) */
+  CHECK(rel, slip_k - muk * ln, 1e-4 * ln, "pbd %dD accumulated: 60 kinetic sweeps of weight %.1f remove mu_k ln of the slip, not more", d, w);
+  CHECK(lt, -muk * ln, 1e-4 * ln, "pbd %dD accumulated: the booked friction is mu_k ln", d);
+  /* an overlapping pair: the push is booked with its weight, and the pair evaluated in either order agrees */
+  for (int a = 0; a < d; a++) xb[a] = xa[a] - (ra + rb - pen) * n[a], x0b[a] = xb[a], x0a[a] = xa[a] - slip_s * t1[a];
+  double l1[4] = {0, 0, 0, 0}, l2[4] = {0, 0, 0, 0}, ea[3], eb[3];
+  mpm_pbd_pair_acc(d, xa, xb, x0a, x0b, ra, rb, wa, wb, mus, muk, w, l1, da, db);
+  CHECK(l1[0], w * pen, 1e-17, "pbd %dD accumulated: a sweep books w d of normal correction", d);
+  mpm_pbd_pair_acc(d, xb, xa, x0b, x0a, rb, ra, wb, wa, mus, muk, w, l2, eb, ea);
+  CHECK(fmax(maxdiff(d, ea, da), maxdiff(d, eb, db)), 0, 1e-18, "pbd %dD accumulated: symmetric in the order of the grains", d);
+  /* never touched in the substep, apart: nothing */
+  for (int a = 0; a < d; a++) xb[a] = xa[a] - (ra + rb + 1e-9) * n[a];
+  l1[0] = l1[1] = l1[2] = l1[3] = 0;
+  mpm_pbd_pair_acc(d, xa, xb, x0a, x0b, ra, rb, wa, wb, mus, muk, w, l1, da, db);
+  CHECK(maxabs(d, da) + maxabs(d, db) + fabs(l1[0]), 0, 0, "pbd %dD accumulated: grains apart that never touched are left alone", d);
+}
+
 int main(void)
 {
   printf("%-74s %-20s %-20s %-7s %s\n", "check", "value", "expected", "tol", "result");
@@ -2850,6 +2904,7 @@ int main(void)
 
   section("15. Position-based granular contact (Macklin et al. 2014): contact, static and kinetic friction");
   for (int dim = 2; dim <= 3; dim++) test_pbd(dim);
+  for (int dim = 2; dim <= 3; dim++) test_pbd_accumulated(dim);
 
   printf("\n%d checks, %d failed\n", n_checks, n_failed);
   return n_failed ? 1 : 0;

@@ -9,6 +9,12 @@ wall are unit-tested in test_kernels (section 15); here the whole solver:
    0.2 % of it from t = 0.5 to 1 s (the residual of 12 Jacobi iterations
    with constraint averaging; mu = 0.55 slides 0.12 m in that time).  On 1,
    2 and 3 ranks.
+1b. Two rows of grains (square stacking) on the incline, the grains' mu_s
+   1: on a rough wall (mu 0.8) the lower row does not move at all and the
+   upper row creeps less than 1e-3 r in 0.5 s with 40 sweeps (the Coulomb
+   scheme, -pbd_friction accumulated: the seed's rule let the lower row
+   slide on the wall and the upper row creep); on a wall of mu 0.3 both
+   rows slide together as 0.5 a t^2 within 3 %.
 2. Two grains of masses 0.1 and 0.3 kg meet head-on across the slab
    boundary (pbd_two_grains.yaml): perfectly inelastic, the common velocity
    -0.3 m/s, momentum kept to 1e-12, the contact evaluated from halo copies
@@ -58,6 +64,27 @@ for mu, ranks in ((0.3, 1), (0.55, 2), (0.6, 3), (0.8, 1)):
         late = np.abs(by_id(fs[-1])[1] - by_id([f for f in fs if f["t"] >= 0.5][0])[1]).max()
         c.within("mu=%g (%d ranks): sticks, largest move / r" % (mu, ranks), moved / r, 0, 0.02)
         c.within("mu=%g: creep after t = 0.5 s / r (Jacobi residual)" % mu, late / r, 0, 2e-3)
+
+# 1b. two rows: the lower row on the wall, the upper row on the lower
+# (square stacking, contact normals across the incline), the grains' mu_s 1
+for mu, ranks in ((0.8, 1), (0.3, 2)):
+    out = T.outdir("pbd_incline_rows_%g" % mu)
+    T.run_deck("verification/pbd_incline.yaml", ranks, out, "-bc_ylo_friction", mu, "-block_hi", "0.45,0.02", "-grains_static_friction", 1.0,
+               "-grains_kinetic_friction", 0.8, "-pbd_iterations", 40)
+    fs = frames(out)
+    ids, x0, _ = by_id(fs[0])
+    low = x0[:, 1] < r * 1.5
+    a = g * (np.sin(th) - mu * np.cos(th))
+    _, x1, _ = by_id(fs[-1])
+    if a > 0:
+        c.close("two rows, wall mu=%g (%d ranks): slide together 0.5 a t^2 [m]" % (mu, ranks), (x1[:, 0] - x0[:, 0]).mean(), 0.5 * a * fs[-1]["t"] ** 2, rtol=0.03)
+        c.within("two rows, wall mu=%g: the upper row keeps its place on the lower / r" % mu,
+                 np.abs((x1[~low, 0] - x0[~low, 0]).mean() - (x1[low, 0] - x0[low, 0]).mean()) / r, 0, 0.02)
+    else:
+        xh = by_id([f for f in fs if f["t"] >= 0.5][0])[1]
+        c.within("two rows, wall mu=%g: the lower row does not move on the rough wall / r" % mu, np.abs(x1[low] - x0[low]).max() / r, 0, 1e-12)
+        c.within("two rows, wall mu=%g: the upper row creeps less than 1e-3 r from t = 0.5 to 1 s (Jacobi residual of 40 sweeps)" % mu,
+                 np.abs(x1[~low] - xh[~low]).max() / r, 0, 1e-3)
 
 # 2. two grains across the slab boundary
 res = {}

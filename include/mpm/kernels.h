@@ -471,6 +471,19 @@ double mpm_pbd_pair(int dim, const double *xa, const double *xb, const double *x
 /* A grain against a surface (signed distance phi, normal n), having moved
  * disp relative to it: the correction dx; returns the penetration. */
 double mpm_pbd_wall(int dim, double phi, const double *n, const double *disp, double r, double mu_s, double mu_k, double *dx);
+/* Friction as a Coulomb projection of a contact's accumulated corrections
+ * lam = [ln, lt(3)] over the substep's sweeps (-pbd_friction accumulated):
+ * the change dt of the friction correction, bounded by mu_s ln. */
+void   mpm_pbd_friction_acc(int dim, const double *n, const double *rel, const double *lam, double mu_s, double mu_k, double *dt);
+/* Book weight w of a sweep's push d (along n) and friction change dt into lam. */
+void   mpm_pbd_accumulate(int dim, const double *n, double d, const double *dt, double w, double *lam);
+/* mpm_pbd_pair with accumulated friction: corrections weighted by w, lam
+ * (4 doubles) updated. */
+double mpm_pbd_pair_acc(int dim, const double *xa, const double *xb, const double *x0a, const double *x0b, double ra, double rb, double wa, double wb, double mu_s, double mu_k, double w,
+                        double *lam, double *da, double *db);
+/* mpm_pbd_wall with accumulated friction: the correction weighted by w,
+ * lam updated. */
+double mpm_pbd_wall_acc(int dim, double phi, const double *n, const double *disp, double r, double mu_s, double mu_k, double w, double *lam, double *dx);
 
 /* ------------------------------------------------------------------------ */
 /* Counter-based random numbers: rank-invariant seeding                       */

@@ -234,27 +234,29 @@ static PetscInt Near(MPMColliders c, PetscInt species, const double *x, double r
 /* The number of objects acting on the species within `reach` of x. */
 PetscInt MPMCollidersNearCount(MPMColliders c, PetscInt species, const double *x, double reach) { return Near(c, species, x, reach, PETSC_FALSE, PETSC_FALSE); }
 
-/* A grain of the position-based solver (radius r, -integrator pbd) at x
- * that was at x0 when the substep of length dt began, against every
- * object acting on its species: the seed's contact and friction with the
- * object as an immovable grain (mpm_pbd_wall).  Mode separate uses the
- * object's friction coefficient as both static and kinetic one (the
- * Coulomb limit), slip none, sticky an unbounded one.  Returns how many
- * objects the grain touches; touched[k] is the k-th one and dx[k d ..]
- * its correction.  Books nothing (MPMCollidersBookGrain does). */
-PetscInt MPMCollidersGrain(MPMColliders c, PetscInt species, const double *x0, const double *x, double r, double dt, PetscInt *touched, double *dx)
+/* The objects acting on the species within `reach` of a grain of the
+ * position-based solver (-integrator pbd) at x that was at x0 when the
+ * substep of length dt began: the contact's geometry, the grain's
+ * displacement relative to the object, and the friction coefficient the
+ * contact uses as both static and kinetic one (mode separate: the
+ * object's, the Coulomb limit; slip: none; sticky: unbounded).  Returns
+ * how many; in the order of the objects.  Books nothing
+ * (MPMCollidersBookGrain does). */
+PetscInt MPMCollidersGrainContacts(MPMColliders c, PetscInt species, const double *x0, const double *x, double reach, double dt, MPMGrainContact *gc)
 {
   const PetscInt d = c->dim;
   PetscInt       k = 0;
   for (PetscInt o = 0; o < c->nobj; o++) {
     const MPMCollider *obj = &c->obj[o];
-    double             n[3], vb[3], disp[3];
+    MPMGrainContact   *g   = &gc[k];
+    double             vb[3];
     if (obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
-    const double phi = MPMPlacedShapeEval(&obj->ps, d, x, n, vb);
-    if (phi >= r) continue;
-    const double mu = obj->mode == MPM_BC_SLIP ? 0.0 : (obj->mode == MPM_BC_STICKY ? PETSC_MAX_REAL : obj->friction);
-    for (PetscInt a = 0; a < d; a++) disp[a] = (x[a] - x0[a]) - vb[a] * dt;
-    if (mpm_pbd_wall((int)d, phi, n, disp, r, mu, mu, dx + k * d) > 0) touched[k++] = o;
+    g->phi = MPMPlacedShapeEval(&obj->ps, d, x, g->n, vb);
+    if (g->phi >= reach) continue;
+    g->o  = o;
+    g->mu = obj->mode == MPM_BC_SLIP ? 0.0 : (obj->mode == MPM_BC_STICKY ? PETSC_MAX_REAL : obj->friction);
+    for (PetscInt a = 0; a < d; a++) g->disp[a] = (x[a] - x0[a]) - vb[a] * dt;
+    k++;
   }
   return k;
 }

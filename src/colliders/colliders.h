@@ -52,9 +52,17 @@ PetscInt       MPMCollidersGeometrySize(MPMColliders c);
 void           MPMCollidersGeometry(MPMColliders c, PetscInt species, const double *x, double *geo);
 void           MPMCollidersProject(MPMColliders c, PetscInt species, const double *x, double dt, double *v, double *Pi);
 void           MPMCollidersAdvance(MPMColliders c, double dt);
-/* Grains of -integrator pbd: contact and friction with every object, and
+/* Grains of -integrator pbd: the objects near a grain (the contact's
+ * geometry and friction coefficient; src/kernels/pbd.c solves it), and
  * the impulse booked on one */
-PetscInt       MPMCollidersGrain(MPMColliders c, PetscInt species, const double *x0, const double *x, double r, double dt, PetscInt *touched, double *dx);
+typedef struct {
+  PetscInt o;       /* the object */
+  double   phi;     /* signed distance of the grain's centre */
+  double   n[3];    /* the object's outward normal there */
+  double   disp[3]; /* the grain's displacement since the substep began, relative to the object */
+  double   mu;      /* its friction coefficient (0: slip, unbounded: sticky) */
+} MPMGrainContact;
+PetscInt       MPMCollidersGrainContacts(MPMColliders c, PetscInt species, const double *x0, const double *x, double reach, double dt, MPMGrainContact *gc);
 void           MPMCollidersBookGrain(MPMColliders c, PetscInt o, const double *x, double m, const double *dv);
 double         MPMCollidersFreeFraction(MPMColliders c, PetscInt species, const double *x, double h);
 PetscBool      MPMColliderReported(const MPMCollider *o);

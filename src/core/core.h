@@ -407,7 +407,8 @@ PetscErrorCode MPMGhostLayersScatterAdd(MPMGhostLayers *gl, Vec local, Vec globa
  * axis.  MPMHaloSetUp decides who gets what (one Allgather of every rank's
  * span, one Alltoall of counts); MPMHaloForward sends any per-particle
  * record from the owners to the copies (point to point, to the ranks that
- * need it).  Zero-initialize before the first set-up. */
+ * need it), at once or as Begin/End around computation that does not need
+ * the copies.  Zero-initialize before the first set-up. */
 typedef struct {
   PetscMPIInt *scount, *rcount, *soff, *roff; /* per rank, in records */
   PetscInt     nsend, nrecv, capsend;
@@ -415,10 +416,15 @@ typedef struct {
   char        *buf;    /* packed send records */
   size_t       capbuf;
   MPI_Request *req;
+  PetscMPIInt  nreq;   /* requests of a forward under way */
+  MPI_Datatype rec;    /* its record type */
   double       bytes;  /* bytes this rank sent since the caller last zeroed it */
 } MPMHalo;
 PetscErrorCode MPMHaloSetUp(MPMSim sim, PetscInt n, const double *x, double reach, MPMHalo *h);
 PetscErrorCode MPMHaloForward(MPMSim sim, MPMHalo *h, const void *src, size_t bytes, void *dst);
+PetscErrorCode MPMHaloForwardBegin(MPMSim sim, MPMHalo *h, const void *src, size_t bytes, void *dst);
+PetscErrorCode MPMHaloForwardProgress(MPMHalo *h);
+PetscErrorCode MPMHaloForwardEnd(MPMHalo *h);
 PetscErrorCode MPMHaloDestroy(MPMHalo *h);
 PetscErrorCode MPMGlobalStepReduce(MPI_Comm comm, MPMStepReduction *red);
 double         MPMBalanceImbalance(const MPMSim sim, const MPMStepReduction *red);

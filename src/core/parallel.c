@@ -512,15 +512,17 @@ PetscErrorCode MPMHaloSetUp(MPMSim sim, PetscInt n, const double *x, double reac
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Collective.  Send record send[k] of src (bytes each) to its rank; the
- * received records land in dst (nrecv of them, in rank order).  Counts
- * the bytes this rank sent in h->bytes. */
-PetscErrorCode MPMHaloForward(MPMSim sim, MPMHalo *h, const void *src, size_t bytes, void *dst)
+/* Collective.  Start sending record send[k] of src (bytes each) to its
+ * rank; the received records land in dst (nrecv of them, in rank order)
+ * once MPMHaloForwardEnd returns.  src may change after Begin (it is
+ * packed), dst must not be read before End.  Between the two the caller
+ * may compute on what does not need dst, calling MPMHaloForwardProgress
+ * now and then so large messages move meanwhile.  Counts the bytes this
+ * rank sent in h->bytes. */
+PetscErrorCode MPMHaloForwardBegin(MPMSim sim, MPMHalo *h, const void *src, size_t bytes, void *dst)
 {
-  const char  *in = (const char *)src;
-  char        *out = (char *)dst;
-  PetscMPIInt  nreq = 0;
-  MPI_Datatype rec;
+  const char *in  = (const char *)src;
+  char       *out = (char *)dst;
 
   PetscFunctionBeginUser;
   PetscCall(PetscLogEventBegin(MPM_EVENT_GHOST, 0, 0, 0, 0));
@@ -531,16 +533,48 @@ PetscErrorCode MPMHaloForward(MPMSim sim, MPMHalo *h, const void *src, size_t by
   }
   if (!h->req) PetscCall(PetscMalloc1(2 * sim->size, &h->req));
   for (PetscInt k = 0; k < h->nsend; k++) PetscCall(PetscMemcpy(h->buf + bytes * (size_t)k, in + bytes * (size_t)h->send[k], bytes));
-  PetscCallMPI(MPI_Type_contiguous((int)bytes, MPI_BYTE, &rec));
-  PetscCallMPI(MPI_Type_commit(&rec));
+  PetscCallMPI(MPI_Type_contiguous((int)bytes, MPI_BYTE, &h->rec));
+  PetscCallMPI(MPI_Type_commit(&h->rec));
+  h->nreq = 0;
   for (PetscMPIInt r = 0; r < sim->size; r++) { /* counts in records, so no int overflow in bytes */
-    if (h->rcount[r]) PetscCallMPI(MPI_Irecv(out + bytes * (size_t)h->roff[r], h->rcount[r], rec, r, 11, sim->comm, &h->req[nreq++]));
-    if (h->scount[r]) PetscCallMPI(MPI_Isend(h->buf + bytes * (size_t)h->soff[r], h->scount[r], rec, r, 11, sim->comm, &h->req[nreq++]));
+    if (h->rcount[r]) PetscCallMPI(MPI_Irecv(out + bytes * (size_t)h->roff[r], h->rcount[r], h->rec, r, 11, sim->comm, &h->req[h->nreq++]));
+    if (h->scount[r]) PetscCallMPI(MPI_Isend(h->buf + bytes * (size_t)h->soff[r], h->scount[r], h->rec, r, 11, sim->comm, &h->req[h->nreq++]));
   }
-  PetscCallMPI(MPI_Waitall(nreq, h->req, MPI_STATUSES_IGNORE));
-  PetscCallMPI(MPI_Type_free(&rec));
   h->bytes += (double)bytes * (double)h->nsend;
   PetscCall(PetscLogEventEnd(MPM_EVENT_GHOST, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Let the messages of a MPMHaloForwardBegin move (MPI progresses large
+ * messages only inside its calls). */
+PetscErrorCode MPMHaloForwardProgress(MPMHalo *h)
+{
+  int done;
+
+  PetscFunctionBeginUser;
+  if (h->nreq) PetscCallMPI(MPI_Testall(h->nreq, h->req, &done, MPI_STATUSES_IGNORE));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Wait for the records of MPMHaloForwardBegin. */
+PetscErrorCode MPMHaloForwardEnd(MPMHalo *h)
+{
+  PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_GHOST, 0, 0, 0, 0));
+  PetscCallMPI(MPI_Waitall(h->nreq, h->req, MPI_STATUSES_IGNORE));
+  PetscCallMPI(MPI_Type_free(&h->rec));
+  h->nreq = 0;
+  PetscCall(PetscLogEventEnd(MPM_EVENT_GHOST, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Collective.  Send record send[k] of src (bytes each) to its rank; the
+ * received records land in dst (nrecv of them, in rank order). */
+PetscErrorCode MPMHaloForward(MPMSim sim, MPMHalo *h, const void *src, size_t bytes, void *dst)
+{
+  PetscFunctionBeginUser;
+  PetscCall(MPMHaloForwardBegin(sim, h, src, bytes, dst));
+  PetscCall(MPMHaloForwardEnd(h));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -35,6 +35,7 @@
 
 #define PBD_NSTAT       4
 #define PBD_MAX_OBJECTS 64 /* walls and objects a grain may touch at once */
+#define PBD_WALL_SLOTS  4  /* objects per grain whose accumulated friction is kept (more: the seed's) */
 
 typedef struct {
   int64_t id;
@@ -48,6 +49,7 @@ typedef struct {
 typedef struct {
   PetscInt        substeps, iterations, stabilize;
   double          relax, margin, sleep, shock;
+  PetscBool       accumulated; /* -pbd_friction accumulated (else the seed's) */
   PetscInt        nmat;
   MPMGrainParams **grain; /* per material (the materials' own parameters) */
   double          rmin, rmax, reach;
@@ -63,12 +65,18 @@ typedef struct {
   double         *L;   /* per grain (owned, then copies): its contacts, grains and objects, at the prediction (>= 1: the Jacobi weights) */
   /* neighbours of the owned grains (CSR, sorted by id) */
   PetscInt       *nb_off, *nb, capnb;
+  PetscInt       *inner, ninner; /* owned grains: ninner without copies among their neighbours, then the others (reversed) */
+  double         *wlam; /* per owned grain, PBD_WALL_SLOTS x [object + 1 (0: free), ln, lt(3)] */
+  double         *lam; /* per neighbour entry: its pair's accumulated corrections [ln, lt(3)] (-pbd_friction accumulated) */
+  PetscInt        caplam;
   /* the spatial hash */
   PetscInt        tsize, captable;
   PetscInt       *bucket_start, *bucket;
   int64_t        *key;
   MPMStepStats    st;
 } PBD;
+
+static const char *const PBDFrictions[] = {"seed", "accumulated"};
 
 static PetscErrorCode PBDOptions(MPMIntegrator integ, MPMSim sim)
 {
@@ -82,15 +90,21 @@ static PetscErrorCode PBDOptions(MPMIntegrator integ, MPMSim sim)
   pb->relax      = 1.0;
   pb->stabilize  = 2;
   pb->margin     = 0.1;
+  PetscInt fr    = 1;
   PetscOptionsBegin(sim->comm, integ->prefix, "Position-based granular integrator (-integrator pbd)", NULL);
   PetscCall(MPMOptionsInt("-substeps", "Substeps per time step [-]", NULL, pb->substeps, &pb->substeps, NULL));
   PetscCall(MPMOptionsInt("-iterations", "Jacobi iterations of the contacts per substep [-]", NULL, pb->iterations, &pb->iterations, NULL));
   PetscCall(MPMOptionsInt("-stabilization_iterations", "Pre-stabilization sweeps per substep: contacts solved on the start positions, moving both them and the prediction, so overlap left from earlier steps is removed without turning into velocity (Macklin et al. 2014 s. 4.4) [-]", NULL, pb->stabilize, &pb->stabilize, NULL));
+  PetscCall(MPMOptionsEList("-friction",
+                            "Grain-grain friction: seed (the seed's: static while the slip is below mu_s times the current sweep's penetration) or accumulated (Coulomb's bound on the substep's "
+                            "accumulated normal correction: deep piles hold)",
+                            NULL, PBDFrictions, 2, PBDFrictions[fr], &fr, NULL));
   PetscCall(MPMOptionsReal("-relaxation", "Relaxation factor omega: a pair's correction is weighted by omega / (the larger contact count of its grains), in (0, 2] [-]", NULL, pb->relax, &pb->relax, NULL));
   PetscCall(MPMOptionsReal("-neighbor_margin", "Neighbour search distance beyond contact, in grain diameters, in [0, 1] [-]", NULL, pb->margin, &pb->margin, NULL));
   PetscCall(MPMOptionsReal("-sleep_threshold", "Grains slower than this after a substep stay where they were, at rest (0: off) [m/s]", NULL, pb->sleep, &pb->sleep, NULL));
   PetscCall(MPMOptionsReal("-shock_propagation", "Shock propagation k: the solve's inverse mass of a grain at height z is exp(-k z) / m (0: off) [1/m]", NULL, pb->shock, &pb->shock, NULL));
   PetscOptionsEnd();
+  pb->accumulated = fr == 1 ? PETSC_TRUE : PETSC_FALSE;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -210,6 +224,10 @@ static PetscErrorCode Reserve(PBD *pb, PetscInt N, PetscInt keep, PetscInt dim)
 
   PetscCall(PetscFree(pb->key));
   PetscCall(PetscFree(pb->nb_off));
+  PetscCall(PetscFree(pb->inner));
+  PetscCall(PetscMalloc1(pb->cap, &pb->inner));
+  PetscCall(PetscFree(pb->wlam));
+  PetscCall(PetscMalloc1(pb->cap * 5 * PBD_WALL_SLOTS, &pb->wlam));
   PetscCall(PetscMalloc1(pb->cap, &pb->key));
   PetscCall(PetscMalloc1(pb->cap + 1, &pb->nb_off));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -371,7 +389,32 @@ static PetscErrorCode FindNeighbours(PBD *pb, MPMSim sim, PetscInt N)
     pb->nb_off[i + 1] = pb->nb_off[i] + len;
     pb->L[i]          = (double)PetscMax(1, touching + MPMCollidersNearCount(sim->colliders, 0, pb->x + i * d, pb->rec[i].r));
   }
+  /* pb->inner: first the grains whose neighbours are all owned (they can
+   * sweep while the copies travel), then the others */
+  PetscInt a = 0, b = n;
+  for (PetscInt i = 0; i < n; i++) {
+    PetscBool edge = PETSC_FALSE;
+    for (PetscInt k = pb->nb_off[i]; k < pb->nb_off[i + 1] && !edge; k++) edge = pb->nb[k] >= n ? PETSC_TRUE : PETSC_FALSE;
+    if (edge) pb->inner[--b] = i;
+    else pb->inner[a++] = i;
+  }
+  pb->ninner = a;
   PetscCall(MPMHaloForward(sim, &pb->halo, pb->L, sizeof(double), pb->L + n));
+  if (pb->accumulated && 4 * pb->nb_off[n] > pb->caplam) {
+    pb->caplam = 4 * pb->capnb;
+    PetscCall(PetscFree(pb->lam));
+    PetscCall(PetscMalloc1(pb->caplam, &pb->lam));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* A new solve of the contacts: no correction accumulated yet. */
+static PetscErrorCode ResetAccumulated(PBD *pb, PetscInt n)
+{
+  PetscFunctionBeginUser;
+  if (!pb->accumulated) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscArrayzero(pb->lam, 4 * pb->nb_off[n]));
+  PetscCall(PetscArrayzero(pb->wlam, 5 * PBD_WALL_SLOTS * n));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -379,29 +422,112 @@ typedef struct {
   double contacts, overlap; /* grain-grain contacts (each counted by both grains) and object contacts; largest penetration / radius */
 } PBDSweepStats;
 
+/* The accumulated corrections of an owned grain (slots) against object o:
+ * its slot; else, if the grain touches it (claim), a free one; else NULL
+ * (all taken: the seed's friction then; not touched: nothing to keep). */
+static double *WallSlot(double *slots, PetscInt o, PetscBool claim)
+{
+  for (PetscInt k = 0; k < PBD_WALL_SLOTS; k++) {
+    double *sl = slots + 5 * k;
+    if (sl[0] == (double)(o + 1)) return sl + 1;
+    if (sl[0] == 0 && claim) {
+      sl[0] = (double)(o + 1);
+      return sl + 1;
+    }
+    if (sl[0] == 0) return NULL;
+  }
+  return NULL;
+}
+
+/* The seed's objects: each one's contact and friction at the grain's
+ * position x (from: where the slip is measured from), weighted by omega /
+ * max(L, cnt) (cnt: the grain's contacts in this sweep, the pairs' and
+ * these), added to the pairs' sum; with book, the objects' share booked
+ * as their impulse. */
+static void WallsAveraged(PBD *pb, MPMSim sim, PetscInt i, const double *from, const double *x, PetscInt cnt, PetscBool book, double ds, double *sum, PBDSweepStats *ss)
+{
+  const PetscInt  d = sim->dim;
+  const double    r = pb->rec[i].r, m = MPMFieldReal(&sim->species[0]->p, sim->species[0]->p.f_m)[i];
+  MPMGrainContact gc[PBD_MAX_OBJECTS];
+  const PetscInt  ng = MPMCollidersGrainContacts(sim->colliders, 0, from, x, r, book ? ds : 0.0, gc);
+
+  ss->contacts += 2 * ng; /* counted once, like a pair counted by both grains */
+  const double s = pb->relax / PetscMax(pb->L[i], (double)(cnt + ng));
+  for (PetscInt k = 0; k < ng; k++) {
+    double       dw[3];
+    const double pen = mpm_pbd_wall((int)d, gc[k].phi, gc[k].n, gc[k].disp, r, gc[k].mu, gc[k].mu, dw);
+    ss->overlap      = PetscMax(ss->overlap, pen / r);
+    for (PetscInt a = 0; a < d; a++) sum[a] += s * dw[a];
+    if (!book) continue;
+    for (PetscInt a = 0; a < d; a++) dw[a] = s * dw[a] / ds; /* the object's share of the move, as a velocity change over the substep */
+    MPMCollidersBookGrain(sim->colliders, gc[k].o, x, m, dw);
+  }
+}
+
+/* The Coulomb scheme's objects (-pbd_friction accumulated): after the
+ * pairs, the grain at y = x + sum is projected on the objects it touches,
+ * fully (the mean of their corrections: a grain in a corner does not
+ * depend on the objects' order; one object is infinitely heavy and moves
+ * no other grain, so this step is as order-independent as the Jacobi
+ * sum): a grain on a rough floor does not creep under its neighbours'
+ * pushes, as it did with the floor's share averaged with theirs.
+ * Friction is bounded by the object's accumulated push in the substep
+ * (pb->wlam). */
+static void WallsProjected(PBD *pb, MPMSim sim, PetscInt i, const double *from, const double *x, PetscBool book, double ds, double *sum, PBDSweepStats *ss)
+{
+  const PetscInt  d = sim->dim;
+  const double    r = pb->rec[i].r, m = MPMFieldReal(&sim->species[0]->p, sim->species[0]->p.f_m)[i];
+  double          y[3] = {0, 0, 0}, *lam[PBD_MAX_OBJECTS];
+  PetscInt        act = 0;
+  MPMGrainContact gc[PBD_MAX_OBJECTS];
+
+  for (PetscInt a = 0; a < d; a++) y[a] = x[a] + sum[a];
+  const PetscInt ng = MPMCollidersGrainContacts(sim->colliders, 0, from, y, r + 2 * pb->rmax * pb->margin, book ? ds : 0.0, gc);
+  for (PetscInt k = 0; k < ng; k++) { /* the objects acting: touching now, or having pushed in this substep */
+    lam[k] = WallSlot(pb->wlam + 5 * PBD_WALL_SLOTS * i, gc[k].o, gc[k].phi < r ? PETSC_TRUE : PETSC_FALSE);
+    act += (gc[k].phi < r || (lam[k] && lam[k][0] > 0)) ? 1 : 0;
+  }
+  const double w = 1.0 / PetscMax(act, 1);
+  for (PetscInt k = 0; k < ng; k++) {
+    const MPMGrainContact *g = &gc[k];
+    double                 dw[3], pen;
+    if (lam[k]) pen = mpm_pbd_wall_acc((int)d, g->phi, g->n, g->disp, r, g->mu, g->mu, w, lam[k], dw);
+    else { /* slots full: the seed's friction */
+      pen = mpm_pbd_wall((int)d, g->phi, g->n, g->disp, r, g->mu, g->mu, dw);
+      for (PetscInt a = 0; a < d; a++) dw[a] *= w;
+    }
+    if (pen > 0) {
+      ss->overlap = PetscMax(ss->overlap, pen / r);
+      ss->contacts += 2;
+    }
+    for (PetscInt a = 0; a < d; a++) sum[a] += dw[a];
+    if (!book) continue;
+    for (PetscInt a = 0; a < d; a++) dw[a] /= ds; /* the object's move, as a velocity change over the substep */
+    MPMCollidersBookGrain(sim->colliders, g->o, x, m, dw);
+  }
+}
+
 /* One Jacobi sweep over the owned grains at positions pos (owned, then
  * copies): each grain's correction into pb->dx.  A pair's correction is
  * weighted by omega / max(L_a, L_b), L a grain's contacts at the
  * prediction: the seed's averaging (a grain moves by about the mean of its
  * contacts' corrections), with the same weight on both grains of a pair,
- * so the pair keeps its momentum exactly; an object's by omega / max(L,
- * the grain's contacts in this sweep).  The
- * slip is measured from `from` (pb->xr for pre-stabilization, whose sweeps
- * move pb->x0, and pb->x0 for the solve): pre-stabilization has friction
- * too, or grains would slide past each other there unresisted.  With book, the objects' share
- * of the correction is booked as their impulse (the solve, not the
- * pre-stabilization, which does not change velocities). */
-static void Sweep(PBD *pb, MPMSim sim, const double *pos, const double *from, PetscBool book, double ds, PBDSweepStats *ss)
+ * so the pair keeps its momentum exactly.  Objects then act as
+ * WallsAveraged (the seed's) or WallsProjected (the Coulomb scheme) says.
+ * The slip is measured from `from` (pb->xr for pre-stabilization, whose
+ * sweeps move pb->x0, and pb->x0 for the solve): pre-stabilization has
+ * friction too, or grains would slide past each other there unresisted.
+ * With book, the objects' share of the correction is booked as their
+ * impulse (the solve, not the pre-stabilization, which does not change
+ * velocities). */
+static PetscErrorCode SweepGrains(PBD *pb, MPMSim sim, const double *pos, const double *from, PetscBool book, double ds, const PetscInt *list, PetscInt nlist, MPMHalo *progress,
+                                  PBDSweepStats *ss)
 {
-  MPMParticles  *p = &sim->species[0]->p;
-  const PetscInt d = sim->dim, n = p->n;
-  const double  *m = MPMFieldReal(p, p->f_m);
-  MPMColliders   c = sim->colliders;
-  PetscInt       touched[PBD_MAX_OBJECTS];
-  double         dxw[PBD_MAX_OBJECTS * 3];
+  const PetscInt d = sim->dim;
 
-  ss->contacts = ss->overlap = 0;
-  for (PetscInt i = 0; i < n; i++) {
+  PetscFunctionBeginUser;
+  for (PetscInt l = 0; l < nlist; l++) {
+    const PetscInt        i  = list ? list[l] : l;
     const PBDRecord      *ri = &pb->rec[i];
     const MPMGrainParams *gi = pb->grain[ri->mat];
     const double         *xi = pos + i * d;
@@ -413,34 +539,39 @@ static void Sweep(PBD *pb, MPMSim sim, const double *pos, const double *from, Pe
       const MPMGrainParams *gj = pb->grain[rj->mat];
       const double          mus = 0.5 * (gi->mu_s + gj->mu_s), muk = 0.5 * (gi->mu_k + gj->mu_k);
       const PetscBool       first = ri->id < rj->id;
-      const double          pen   = first ? mpm_pbd_pair((int)d, xi, pos + j * d, from + i * d, from + j * d, ri->r, rj->r, ri->w, rj->w, mus, muk, da, db)
-                                          : mpm_pbd_pair((int)d, pos + j * d, xi, from + j * d, from + i * d, rj->r, ri->r, rj->w, ri->w, mus, muk, da, db);
-      if (!(pen > 0)) continue;
-      const double w = pb->relax / PetscMax(pb->L[i], pb->L[j]);
-      for (PetscInt a = 0; a < d; a++) sum[a] += w * (first ? da[a] : db[a]);
+      const double          w     = pb->relax / PetscMax(pb->L[i], pb->L[j]);
+      double                pen;
+      if (pb->accumulated) {
+        double *lam = pb->lam + 4 * k;
+        pen         = first ? mpm_pbd_pair_acc((int)d, xi, pos + j * d, from + i * d, from + j * d, ri->r, rj->r, ri->w, rj->w, mus, muk, w, lam, da, db)
+                            : mpm_pbd_pair_acc((int)d, pos + j * d, xi, from + j * d, from + i * d, rj->r, ri->r, rj->w, ri->w, mus, muk, w, lam, da, db);
+        for (PetscInt a = 0; a < d; a++) sum[a] += first ? da[a] : db[a]; /* weighted by the kernel; friction also once apart */
+        if (!(pen > 0)) continue;
+      } else {
+        pen = first ? mpm_pbd_pair((int)d, xi, pos + j * d, from + i * d, from + j * d, ri->r, rj->r, ri->w, rj->w, mus, muk, da, db)
+                    : mpm_pbd_pair((int)d, pos + j * d, xi, from + j * d, from + i * d, rj->r, ri->r, rj->w, ri->w, mus, muk, da, db);
+        if (!(pen > 0)) continue;
+        for (PetscInt a = 0; a < d; a++) sum[a] += w * (first ? da[a] : db[a]);
+      }
       cnt++;
       ss->overlap = PetscMax(ss->overlap, pen / PetscMin(ri->r, rj->r));
     }
     ss->contacts += cnt;
-    const PetscInt nw = MPMCollidersGrain(c, 0, from + i * d, xi, ri->r, book ? ds : 0.0, touched, dxw);
-    for (PetscInt k = 0; k < nw; k++) {
-      double pen = 0;
-      for (PetscInt a = 0; a < d; a++) pen += dxw[k * d + a] * dxw[k * d + a];
-      ss->overlap = PetscMax(ss->overlap, sqrt(pen) / ri->r);
-    }
-    cnt += nw;
-    ss->contacts += 2 * nw; /* counted once, like a pair counted by both grains */
-    const double s = pb->relax / PetscMax(pb->L[i], (double)cnt);
-    for (PetscInt k = 0; k < nw; k++)
-      for (PetscInt a = 0; a < d; a++) sum[a] += s * dxw[k * d + a];
+    if (pb->accumulated) WallsProjected(pb, sim, i, from + i * d, xi, book, ds, sum, ss);
+    else WallsAveraged(pb, sim, i, from + i * d, xi, cnt, book, ds, sum, ss);
     for (PetscInt a = 0; a < d; a++) dxi[a] = sum[a];
-    if (!book) continue;
-    for (PetscInt k = 0; k < nw; k++) { /* the object's share of the move, as a velocity change over the substep */
-      double dv[3] = {0, 0, 0};
-      for (PetscInt a = 0; a < d; a++) dv[a] = s * dxw[k * d + a] / ds;
-      MPMCollidersBookGrain(c, touched[k], xi, m[i], dv);
-    }
+    if (progress && l % 1024 == 1023) PetscCall(MPMHaloForwardProgress(progress));
   }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* A sweep over every owned grain. */
+static PetscErrorCode Sweep(PBD *pb, MPMSim sim, const double *pos, const double *from, PetscBool book, double ds, PBDSweepStats *ss)
+{
+  PetscFunctionBeginUser;
+  ss->contacts = ss->overlap = 0;
+  PetscCall(SweepGrains(pb, sim, pos, from, book, ds, NULL, sim->species[0]->p.n, NULL, ss));
+  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* v = (x - x0) / ds; a grain slower than the sleep threshold stays. */
@@ -482,8 +613,9 @@ static PetscErrorCode Stabilize(PBD *pb, MPMSim sim, PBDSweepStats *ss)
   double        *x = MPMFieldReal(p, p->f_x);
 
   PetscFunctionBeginUser;
+  PetscCall(ResetAccumulated(pb, p->n));
   for (PetscInt it = 0; it < pb->stabilize; it++) {
-    Sweep(pb, sim, pb->x0, pb->xr, PETSC_FALSE, 0.0, ss);
+    PetscCall(Sweep(pb, sim, pb->x0, pb->xr, PETSC_FALSE, 0.0, ss));
     for (PetscInt k = 0; k < p->n * d; k++) {
       pb->x0[k] += pb->dx[k];
       x[k] += pb->dx[k];
@@ -510,13 +642,21 @@ static PetscErrorCode Substep(PBD *pb, MPMSim sim, double ds, PBDSweepStats *ss)
   PetscCall(PetscLogEventEnd(MPM_EVENT_NEIGHBOURS, 0, 0, 0, 0));
   PetscCall(PetscLogEventBegin(MPM_EVENT_CONTACTS, 0, 0, 0, 0));
   PetscCall(Stabilize(pb, sim, ss));
+  PetscCall(ResetAccumulated(pb, p->n));
   for (PetscInt it = 0; it < pb->iterations; it++) {
     double *x = MPMFieldReal(p, p->f_x);
-    if (it > 0) { /* the last sweep's positions: the owned ones, then the copies from their owners */
+    /* the last sweep's positions: the owned ones, then the copies from
+     * their owners, sent while the grains without copies as neighbours
+     * sweep (a grain's correction does not depend on the others', so the
+     * split changes no bit) */
+    if (it > 0) {
       PetscCall(PetscArraycpy(pb->x, x, p->n * d));
-      PetscCall(Refresh(pb, sim, pb->x));
+      PetscCall(MPMHaloForwardBegin(sim, &pb->halo, pb->x, d * sizeof(double), pb->x + p->n * d));
     }
-    Sweep(pb, sim, pb->x, pb->x0, PETSC_TRUE, ds, ss);
+    ss->contacts = ss->overlap = 0;
+    PetscCall(SweepGrains(pb, sim, pb->x, pb->x0, PETSC_TRUE, ds, pb->inner, pb->ninner, it > 0 ? &pb->halo : NULL, ss));
+    if (it > 0) PetscCall(MPMHaloForwardEnd(&pb->halo));
+    PetscCall(SweepGrains(pb, sim, pb->x, pb->x0, PETSC_TRUE, ds, pb->inner + pb->ninner, p->n - pb->ninner, NULL, ss));
     for (PetscInt k = 0; k < p->n * d; k++) x[k] = pb->x[k] + pb->dx[k];
   }
   PetscCall(PetscLogEventEnd(MPM_EVENT_CONTACTS, 0, 0, 0, 0));
@@ -604,6 +744,9 @@ static PetscErrorCode PBDDestroy(MPMIntegrator integ)
   PetscCall(PetscFree(pb->key));
   PetscCall(PetscFree(pb->nb_off));
   PetscCall(PetscFree(pb->nb));
+  PetscCall(PetscFree(pb->lam));
+  PetscCall(PetscFree(pb->wlam));
+  PetscCall(PetscFree(pb->inner));
   PetscCall(PetscFree2(pb->bucket_start, pb->bucket));
   PetscCall(PetscFree(pb->grain));
   PetscFunctionReturn(PETSC_SUCCESS);
