@@ -14,7 +14,11 @@ wall are unit-tested in test_kernels (section 15); here the whole solver:
    upper row creeps less than 1e-3 r in 0.5 s with 40 sweeps (the Coulomb
    scheme, -pbd_friction accumulated: the seed's rule let the lower row
    slide on the wall and the upper row creep); on a wall of mu 0.3 both
-   rows slide together as 0.5 a t^2 within 3 %.
+   rows slide together as 0.5 a t^2 within 3 %.  With 12 sweeps accelerated
+   by Chebyshev (-pbd_chebyshev_rho 0.8) the upper row creeps less than
+   0.02 r (plain 12 sweeps: 0.1 r).  In each, the momentum balance
+   dP/dt = M g - F_wall to 1e-8 of the weight (Chebyshev recombines the
+   booked impulses as it does the moves).
 2. Two grains of masses 0.1 and 0.3 kg meet head-on across the slab
    boundary (pbd_two_grains.yaml): perfectly inelastic, the common velocity
    -0.3 m/s, momentum kept to 1e-12, the contact evaluated from halo copies
@@ -67,10 +71,14 @@ for mu, ranks in ((0.3, 1), (0.55, 2), (0.6, 3), (0.8, 1)):
 
 # 1b. two rows: the lower row on the wall, the upper row on the lower
 # (square stacking, contact normals across the incline), the grains' mu_s 1
-for mu, ranks in ((0.8, 1), (0.3, 2)):
-    out = T.outdir("pbd_incline_rows_%g" % mu)
+for mu, ranks, sweeps, rho in ((0.8, 1, 40, 0), (0.3, 2, 40, 0), (0.8, 2, 12, 0.8)):
+    out = T.outdir("pbd_incline_rows_%g_%d" % (mu, sweeps))
     T.run_deck("verification/pbd_incline.yaml", ranks, out, "-bc_ylo_friction", mu, "-block_hi", "0.45,0.02", "-grains_static_friction", 1.0,
-               "-grains_kinetic_friction", 0.8, "-pbd_iterations", 40)
+               "-grains_kinetic_friction", 0.8, "-pbd_iterations", sweeps, "-pbd_chebyshev_rho", rho, "-history_interval", 5)
+    h = T.mpmio.history(out)
+    bal = max(abs((h["momentum_" + ax][k] - h["momentum_" + ax][k - 1]) / (h["t"][k] - h["t"][k - 1]) - (h["mass"][-1] * gx - h["bc_ylo_f" + ax][k]))
+              for k in range(1, len(h["t"])) for ax, gx in (("x", 4.905), ("y", -8.495709211))) / (h["mass"][-1] * g)
+    c.within("two rows, wall mu=%g, %d sweeps, chebyshev %g: |dP/dt - M g + F_wall| / weight" % (mu, sweeps, rho), bal, 0, 1e-8)
     fs = frames(out)
     ids, x0, _ = by_id(fs[0])
     low = x0[:, 1] < r * 1.5
@@ -82,9 +90,12 @@ for mu, ranks in ((0.8, 1), (0.3, 2)):
                  np.abs((x1[~low, 0] - x0[~low, 0]).mean() - (x1[low, 0] - x0[low, 0]).mean()) / r, 0, 0.02)
     else:
         xh = by_id([f for f in fs if f["t"] >= 0.5][0])[1]
-        c.within("two rows, wall mu=%g: the lower row does not move on the rough wall / r" % mu, np.abs(x1[low] - x0[low]).max() / r, 0, 1e-12)
-        c.within("two rows, wall mu=%g: the upper row creeps less than 1e-3 r from t = 0.5 to 1 s (Jacobi residual of 40 sweeps)" % mu,
-                 np.abs(x1[~low] - xh[~low]).max() / r, 0, 1e-3)
+        # Chebyshev's extrapolation is no projection: the floor's hold is then exact only to the sweeps' residual
+        c.within("two rows, wall mu=%g: the lower row does not move on the rough wall / r (chebyshev %g)" % (mu, rho), np.abs(x1[low] - x0[low]).max() / r, 0,
+                 1e-12 if rho == 0 else 1e-4)
+        tol = 1e-3 if rho == 0 else 0.02  # plain 12 sweeps: 0.1 r
+        c.within("two rows, wall mu=%g: the upper row creeps from t = 0.5 to 1 s / r (Jacobi residual of %d sweeps, chebyshev %g)" % (mu, sweeps, rho),
+                 np.abs(x1[~low] - xh[~low]).max() / r, 0, tol)
 
 # 2. two grains across the slab boundary
 res = {}

@@ -270,6 +270,24 @@ void MPMCollidersBookGrain(MPMColliders c, PetscInt o, const double *x, double m
   AddImpulse(c->impulse + 6 * o, c->dim, x, c->obj[o].ps.c, J);
 }
 
+/* Position-based sweeps accelerated by Chebyshev (-pbd_chebyshev_rho): a
+ * grain moves by omega (its sweep's correction) + (omega - 1) (its move in
+ * the sweep before), so what the objects gave it is recombined alike.
+ * snap: the impulses (6 per object) before the sweep booked its own; prev:
+ * the objects' recombined share of the sweep before (zero at the first),
+ * updated. */
+void MPMCollidersImpulseRecombine(MPMColliders c, const double *snap, double omega, double *prev)
+{
+  for (PetscInt k = 0; k < 6 * c->nobj; k++) {
+    const double e = omega * (c->impulse[k] - snap[k]) + (omega - 1) * prev[k];
+    c->impulse[k]  = snap[k] + e;
+    prev[k]        = e;
+  }
+}
+
+/* The impulses booked so far, 6 per object (this rank's share). */
+const double *MPMCollidersImpulses(MPMColliders c) { return c->impulse; }
+
 /* Whether a dynamic body acting on the species is within `reach` of x. */
 PetscBool MPMCollidersNearBody(MPMColliders c, PetscInt species, const double *x, double reach) { return Near(c, species, x, reach, PETSC_TRUE, PETSC_TRUE) > 0; }
 

@@ -64,6 +64,8 @@ typedef struct {
 } MPMGrainContact;
 PetscInt       MPMCollidersGrainContacts(MPMColliders c, PetscInt species, const double *x0, const double *x, double reach, double dt, MPMGrainContact *gc);
 void           MPMCollidersBookGrain(MPMColliders c, PetscInt o, const double *x, double m, const double *dv);
+void           MPMCollidersImpulseRecombine(MPMColliders c, const double *snap, double omega, double *prev);
+const double  *MPMCollidersImpulses(MPMColliders c);
 double         MPMCollidersFreeFraction(MPMColliders c, PetscInt species, const double *x, double h);
 PetscBool      MPMColliderReported(const MPMCollider *o);
 /* bodies.c: two-way coupled rigid bodies */

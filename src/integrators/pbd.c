@@ -48,7 +48,8 @@ typedef struct {
 
 typedef struct {
   PetscInt        substeps, iterations, stabilize;
-  double          relax, margin, sleep, shock;
+  double          relax, margin, sleep, shock, rho;
+  PetscInt        delay;
   PetscBool       accumulated; /* -pbd_friction accumulated (else the seed's) */
   PetscInt        nmat;
   MPMGrainParams **grain; /* per material (the materials' own parameters) */
@@ -62,6 +63,8 @@ typedef struct {
   double         *x0;  /* positions at the substep's start (pre-stabilized), N x dim */
   double         *xr;  /* the same before pre-stabilization: its slip is measured from there */
   double         *dx;  /* a sweep's corrections of the owned grains, n x dim */
+  double         *xprev; /* the owned grains' positions one sweep back (Chebyshev), n x dim */
+  double         *snap, *eprev; /* Chebyshev: the objects' impulses before a sweep, their recombined share of the last (6 per object) */
   double         *L;   /* per grain (owned, then copies): its contacts, grains and objects, at the prediction (>= 1: the Jacobi weights) */
   /* neighbours of the owned grains (CSR, sorted by id) */
   PetscInt       *nb_off, *nb, capnb;
@@ -90,6 +93,7 @@ static PetscErrorCode PBDOptions(MPMIntegrator integ, MPMSim sim)
   pb->relax      = 1.0;
   pb->stabilize  = 2;
   pb->margin     = 0.1;
+  pb->delay      = 2;
   PetscInt fr    = 1;
   PetscOptionsBegin(sim->comm, integ->prefix, "Position-based granular integrator (-integrator pbd)", NULL);
   PetscCall(MPMOptionsInt("-substeps", "Substeps per time step [-]", NULL, pb->substeps, &pb->substeps, NULL));
@@ -99,6 +103,8 @@ static PetscErrorCode PBDOptions(MPMIntegrator integ, MPMSim sim)
                             "Grain-grain friction: seed (the seed's: static while the slip is below mu_s times the current sweep's penetration) or accumulated (Coulomb's bound on the substep's "
                             "accumulated normal correction: deep piles hold)",
                             NULL, PBDFrictions, 2, PBDFrictions[fr], &fr, NULL));
+  PetscCall(MPMOptionsReal("-chebyshev_rho", "Chebyshev acceleration of the sweeps (Wang 2015): the estimated spectral radius rho of a Jacobi sweep, in [0, 1) (0: off) [-]", NULL, pb->rho, &pb->rho, NULL));
+  PetscCall(MPMOptionsInt("-chebyshev_delay", "Plain sweeps before the Chebyshev acceleration starts [-]", NULL, pb->delay, &pb->delay, NULL));
   PetscCall(MPMOptionsReal("-relaxation", "Relaxation factor omega: a pair's correction is weighted by omega / (the larger contact count of its grains), in (0, 2] [-]", NULL, pb->relax, &pb->relax, NULL));
   PetscCall(MPMOptionsReal("-neighbor_margin", "Neighbour search distance beyond contact, in grain diameters, in [0, 1] [-]", NULL, pb->margin, &pb->margin, NULL));
   PetscCall(MPMOptionsReal("-sleep_threshold", "Grains slower than this after a substep stay where they were, at rest (0: off) [m/s]", NULL, pb->sleep, &pb->sleep, NULL));
@@ -116,6 +122,8 @@ static PetscErrorCode PBDCheck(MPMIntegrator integ, MPMSim sim)
   PetscCheck(pb->substeps >= 1 && pb->substeps <= 1000, sim->comm, PETSC_ERR_USER_INPUT, "-pbd_substeps must be in [1, 1000], got %" PetscInt_FMT, pb->substeps);
   PetscCheck(pb->iterations >= 1 && pb->iterations <= 10000, sim->comm, PETSC_ERR_USER_INPUT, "-pbd_iterations must be in [1, 10000], got %" PetscInt_FMT, pb->iterations);
   PetscCheck(pb->stabilize >= 0 && pb->stabilize <= 10000, sim->comm, PETSC_ERR_USER_INPUT, "-pbd_stabilization_iterations must be in [0, 10000], got %" PetscInt_FMT, pb->stabilize);
+  PetscCheck(pb->rho >= 0 && pb->rho < 1, sim->comm, PETSC_ERR_USER_INPUT, "-pbd_chebyshev_rho must be in [0, 1), got %g", pb->rho);
+  PetscCheck(pb->delay >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-pbd_chebyshev_delay must be >= 0, got %" PetscInt_FMT, pb->delay);
   PetscCheck(pb->relax > 0 && pb->relax <= 2, sim->comm, PETSC_ERR_USER_INPUT, "-pbd_relaxation must be in (0, 2], got %g", pb->relax);
   PetscCheck(pb->margin >= 0 && pb->margin <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-pbd_neighbor_margin must be in [0, 1], got %g", pb->margin);
   PetscCheck(pb->sleep >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-pbd_sleep_threshold must be >= 0 m/s, got %g", pb->sleep);
@@ -185,6 +193,7 @@ static PetscErrorCode PBDSetUp(MPMIntegrator integ, MPMSim sim)
                "-integrator pbd: the grains (largest radius %g m) are too small for the domain (%g m along %c): the spatial hash takes at most 500,000 grains across",
                pb->rmax, sim->layout.N[a] * sim->layout.h, "xyz"[a]);
   pb->seed  = sim->seed;
+  PetscCall(PetscCalloc2(6 * sim->colliders->nobj + 1, &pb->snap, 6 * sim->colliders->nobj + 1, &pb->eprev));
   PetscCall(MPMSpeciesAddDerived(sp, "radius", 1, DerivedRadius, pb));
   for (PetscInt r = 0; r < sim->nreg; r++) PetscCall(CheckSpacing(sim, pb, "Region", sim->reg[r].name, sim->reg[r].mat, sim->reg[r].ppc, sim->reg[r].sampling == MPM_SAMPLING_JITTER ? sim->reg[r].jitter : 0.0));
   for (PetscInt e = 0; e < sim->nem; e++) PetscCall(CheckSpacing(sim, pb, "Emitter", sim->em[e].name, sim->em[e].mat, sim->em[e].ppc, 0.0));
@@ -219,8 +228,8 @@ static PetscErrorCode Reserve(PBD *pb, PetscInt N, PetscInt keep, PetscInt dim)
   if (keep) PetscCall(PetscArraycpy(rec, pb->rec, keep));
   PetscCall(PetscFree(pb->rec));
   pb->rec = rec;
-  PetscCall(PetscFree5(pb->x, pb->x0, pb->xr, pb->dx, pb->L));
-  PetscCall(PetscMalloc5(pb->cap * dim, &pb->x, pb->cap * dim, &pb->x0, pb->cap * dim, &pb->xr, pb->cap * dim, &pb->dx, pb->cap, &pb->L));
+  PetscCall(PetscFree6(pb->x, pb->x0, pb->xr, pb->dx, pb->L, pb->xprev));
+  PetscCall(PetscMalloc6(pb->cap * dim, &pb->x, pb->cap * dim, &pb->x0, pb->cap * dim, &pb->xr, pb->cap * dim, &pb->dx, pb->cap, &pb->L, pb->cap * dim, &pb->xprev));
 
   PetscCall(PetscFree(pb->key));
   PetscCall(PetscFree(pb->nb_off));
@@ -629,6 +638,18 @@ static PetscErrorCode Stabilize(PBD *pb, MPMSim sim, PBDSweepStats *ss)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The Chebyshev weight of sweep it (Wang 2015, "A Chebyshev semi-iterative
+ * approach for accelerating projective and position-based dynamics"): 1
+ * for the first -pbd_chebyshev_delay sweeps, then 2 / (2 - rho^2), then
+ * 4 / (4 - rho^2 omega).  The same for every grain, so as rank invariant
+ * as the plain sweep. */
+static double Chebyshev(const PBD *pb, PetscInt it, double omega)
+{
+  if (pb->rho <= 0 || it < pb->delay) return 1.0;
+  if (it == pb->delay) return 2.0 / (2.0 - pb->rho * pb->rho);
+  return 4.0 / (4.0 - pb->rho * pb->rho * omega);
+}
+
 static PetscErrorCode Substep(PBD *pb, MPMSim sim, double ds, PBDSweepStats *ss)
 {
   MPMParticles  *p = &sim->species[0]->p;
@@ -643,6 +664,8 @@ static PetscErrorCode Substep(PBD *pb, MPMSim sim, double ds, PBDSweepStats *ss)
   PetscCall(PetscLogEventBegin(MPM_EVENT_CONTACTS, 0, 0, 0, 0));
   PetscCall(Stabilize(pb, sim, ss));
   PetscCall(ResetAccumulated(pb, p->n));
+  double omega = 1;
+  if (pb->rho > 0) PetscCall(PetscArrayzero(pb->eprev, 6 * sim->colliders->nobj));
   for (PetscInt it = 0; it < pb->iterations; it++) {
     double *x = MPMFieldReal(p, p->f_x);
     /* the last sweep's positions: the owned ones, then the copies from
@@ -654,10 +677,17 @@ static PetscErrorCode Substep(PBD *pb, MPMSim sim, double ds, PBDSweepStats *ss)
       PetscCall(MPMHaloForwardBegin(sim, &pb->halo, pb->x, d * sizeof(double), pb->x + p->n * d));
     }
     ss->contacts = ss->overlap = 0;
+    if (pb->rho > 0) PetscCall(PetscArraycpy(pb->snap, MPMCollidersImpulses(sim->colliders), 6 * sim->colliders->nobj));
     PetscCall(SweepGrains(pb, sim, pb->x, pb->x0, PETSC_TRUE, ds, pb->inner, pb->ninner, it > 0 ? &pb->halo : NULL, ss));
     if (it > 0) PetscCall(MPMHaloForwardEnd(&pb->halo));
     PetscCall(SweepGrains(pb, sim, pb->x, pb->x0, PETSC_TRUE, ds, pb->inner + pb->ninner, p->n - pb->ninner, NULL, ss));
-    for (PetscInt k = 0; k < p->n * d; k++) x[k] = pb->x[k] + pb->dx[k];
+    omega = Chebyshev(pb, it, omega);
+    if (pb->rho > 0) MPMCollidersImpulseRecombine(sim->colliders, pb->snap, omega, pb->eprev);
+    for (PetscInt k = 0; k < p->n * d; k++) {
+      const double xk = pb->x[k];
+      x[k]            = omega == 1 ? xk + pb->dx[k] : omega * (xk + pb->dx[k] - pb->xprev[k]) + pb->xprev[k];
+      pb->xprev[k]    = xk;
+    }
   }
   PetscCall(PetscLogEventEnd(MPM_EVENT_CONTACTS, 0, 0, 0, 0));
   Velocities(pb, sim, ds);
@@ -740,13 +770,14 @@ static PetscErrorCode PBDDestroy(MPMIntegrator integ)
   PetscFunctionBeginUser;
   PetscCall(MPMHaloDestroy(&pb->halo));
   PetscCall(PetscFree(pb->rec));
-  PetscCall(PetscFree5(pb->x, pb->x0, pb->xr, pb->dx, pb->L));
+  PetscCall(PetscFree6(pb->x, pb->x0, pb->xr, pb->dx, pb->L, pb->xprev));
   PetscCall(PetscFree(pb->key));
   PetscCall(PetscFree(pb->nb_off));
   PetscCall(PetscFree(pb->nb));
   PetscCall(PetscFree(pb->lam));
   PetscCall(PetscFree(pb->wlam));
   PetscCall(PetscFree(pb->inner));
+  PetscCall(PetscFree2(pb->snap, pb->eprev));
   PetscCall(PetscFree2(pb->bucket_start, pb->bucket));
   PetscCall(PetscFree(pb->grain));
   PetscFunctionReturn(PETSC_SUCCESS);
