@@ -5,12 +5,14 @@ coefficient mu_s.
 
   /usr/bin/python3 postproc/pbd_pile.py OUTDIR            measure one run
   /usr/bin/python3 postproc/pbd_pile.py --study DIR [--mu 0.2,0.4,0.6,0.8,1.0]
-      [--seeds 1,2] [--ranks 1,2] [--exe PATH] [--plot-only] -- [solver options]
+      [--seeds 1,2] [--ranks 1,2] [--exe PATH] [--plot-only] [--deck pbd_spout_2d.yaml]
+      -- [solver options]
 
 The surface is the top of the highest grain (y + r) per bin two diameters
 wide; the flank is fitted where it stands between 20 % and 80 % of the
 pile's height, on the side away from the symmetry wall at x = 0 (as
-reference-data.md s.2 for sand piles).  One run writes OUTDIR/pbd_pile.json
+reference-data.md s.2 for sand piles); a cone poured by an emitter
+(inputs/pbd_spout_2d.yaml) has both flanks fitted and their mean reported.  One run writes OUTDIR/pbd_pile.json
 and OUTDIR/pile.png; the study runs every mu_s for every seed (-seed: the
 jitter of the column's lattice) and rank count, and writes DIR/study.json
 and DIR/study.png: the angle against mu_s, the spread of the repeats and
@@ -45,17 +47,24 @@ def measure(outdir):
     np.maximum.at(prof, np.clip((x / w).astype(int), 0, nb - 1), y + r)
     xb = (np.arange(nb) + 0.5) * w
     H = prof.max()
-    flank = (prof > 0.2 * H) & (prof < 0.8 * H) & (xb > xb[np.argmax(prof)])
-    slope, icpt = np.polyfit(xb[flank], prof[flank], 1) if flank.sum() >= 2 else (np.nan, np.nan)
-    res = {"static_friction": mu_s, "kinetic_friction": float(opts.get(mat + "_kinetic_friction", "0.5")), "slope_angle": float(np.degrees(np.arctan(-slope))),
+    band = (prof > 0.2 * H) & (prof < 0.8 * H)
+    peak = xb[np.argmax(prof)]
+    # a half pile against the symmetry wall has one flank; a cone poured from a spout (emitters) two
+    sides = [("right", band & (xb > peak), -1.0)] + ([("left", band & (xb < peak), 1.0)] if opts.get("emitters") else [])
+    fits, angles = [], {}
+    for name, flank, sign in sides:
+        slope, icpt = np.polyfit(xb[flank], prof[flank], 1) if flank.sum() >= 2 else (np.nan, np.nan)
+        fits.append((flank, slope, icpt))
+        angles[name + "_angle"] = float(np.degrees(np.arctan(sign * slope)))
+    res = {"static_friction": mu_s, "kinetic_friction": float(opts.get(mat + "_kinetic_friction", "0.5")), "slope_angle": float(np.mean(list(angles.values()))), **angles,
            "height": float(H), "height_grains": float(H / (2 * r)), "fit_points": int(flank.sum()), "time": last["t"],
            "max_speed": float(np.sqrt((last["velocity"] ** 2).sum(axis=1)).max()), "grains": int(len(x)),
            "seed": int(opts.get("seed", "1")), "ranks": int(json.load(open(os.path.join(outdir, "run.json"))).get("ranks", 1))}
-    return res, x, y, xb, prof, flank, (slope, icpt)
+    return res, x, y, xb, prof, fits
 
 
 def one(outdir, png=None):
-    res, x, y, xb, prof, flank, (slope, icpt) = measure(outdir)
+    res, x, y, xb, prof, fits = measure(outdir)
     with open(os.path.join(outdir, "pbd_pile.json"), "w") as f:
         json.dump(res, f, indent=2)
     import matplotlib
@@ -64,12 +73,15 @@ def one(outdir, png=None):
     fig, ax = plt.subplots(figsize=(8, 3))
     ax.scatter(x, y, s=0.5, c="tan")
     ax.plot(xb, prof, "k-", lw=0.8, label="surface")
-    ax.plot(xb[flank], slope * xb[flank] + icpt, "r-", lw=2, label="fit: %.1f deg" % res["slope_angle"])
+    for k, (flank, slope, icpt) in enumerate(fits):
+        ax.plot(xb[flank], slope * xb[flank] + icpt, "r-", lw=2, label="fit: %.1f deg" % np.degrees(np.arctan(abs(slope))) if k == 0 else None)
     ax.set_aspect("equal")
     ax.legend(fontsize=7)
     ax.set_title("grains at t = %.2f s, mu_s %.2f: height %.0f grains, flank %.1f deg" % (res["time"], res["static_friction"], res["height_grains"], res["slope_angle"]), fontsize=8)
     fig.tight_layout()
     fig.savefig(png or os.path.join(outdir, "pile.png"), dpi=150)
+    if len(fits) > 1:
+        print("pbd pile: flanks %.2f (left) and %.2f deg (right)" % (res["left_angle"], res["right_angle"]))
     print("pbd pile: flank %.2f deg at mu_s %.2f (atan %.1f deg), height %.1f grains, max speed %.3g m/s"
           % (res["slope_angle"], res["static_friction"], np.degrees(np.arctan(res["static_friction"])), res["height_grains"], res["max_speed"]))
     return res
@@ -85,7 +97,7 @@ def study(args, extra):
     mus = [float(m) for m in args.mu.split(",")]
     seeds = [int(s) for s in args.seeds.split(",")]
     ranks = [int(r) for r in args.ranks.split(",")]
-    deck = os.path.join(ROOT, "inputs", "pbd_pile_2d.yaml")
+    deck = os.path.join(ROOT, "inputs", args.deck)
     env = dict(os.environ, OMPI_MCA_rmaps_base_oversubscribe="1")
     if os.geteuid() == 0:
         env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
@@ -143,6 +155,7 @@ def main():
     ap.add_argument("--ranks", default="1,2")
     ap.add_argument("--exe", default=os.path.join(ROOT, "build", "granular-mpm"))
     ap.add_argument("--plot-only", action="store_true")
+    ap.add_argument("--deck", default="pbd_pile_2d.yaml", help="the study's deck in inputs/ (pbd_spout_2d.yaml: the poured cone)")
     args = ap.parse_args(argv)
     if args.study:
         os.makedirs(args.study, exist_ok=True)

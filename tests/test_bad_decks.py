@@ -106,6 +106,7 @@ CASES = [
     (["-objects", "box1", "-box1_shape", "sphere", "-box1_center", "0.3,0.1", "-box1_radius", "-1"], "-box1_radius must be > 0"),
     (["-objects", "box1", "-box1_shape", "sphere", "-box1_center", "0.3,0.1", "-box1_radius", "0.05", "-box1_species", "sand"], "-box1_species sand: no such species in this run; allowed: all, default"),
     (["-emitters", "e", "-e_center", "0.3,0.2", "-e_direction", "0,-1", "-e_speed", "0", "-e_radius", "0.01"], "-e_speed must be > 0"),
+    (["-emitters", "e", "-e_center", "0.3,0.2", "-e_direction", "0,-1", "-e_speed", "1", "-e_radius", "0.01", "-e_jitter", "1"], "-e_jitter must be in [0, 1)"),
     (["-objects", "w", "-w_shape", "sphere", "-w_center", "0.3,0.2", "-w_radius", "0.02", "-w_dynamic", "-w_density", "1000"], "Dynamic bodies (-<object>_dynamic) are coupled by -integrator nonsmooth only; the deck uses -integrator explicit"),
     (["-integrator", "nonsmooth", "-objects", "w", "-w_shape", "sphere", "-w_center", "0.3,0.2", "-w_radius", "0.02", "-w_dynamic"], "-w_density must be > 0 kg/m^3 for a dynamic body, got 0"),
     (["-integrator", "nonsmooth", "-objects", "w", "-w_shape", "half_space", "-w_center", "0.3,0.02", "-w_normal", "0,1", "-w_dynamic", "-w_density", "1000"], "-w_dynamic: a dynamic body must be a bounded shape; allowed -w_shape: sphere, box, cylinder"),
@@ -134,6 +135,8 @@ CASES = [
     (["-integrator", "pbd", "-sand_type", "grain", "-sand_radius", "0.01"], "Region 'column' seeds grains as close as"),
     (["-integrator", "pbd", "-pbd_iterations", "0"], "-pbd_iterations must be in [1, 10000], got 0"),
     (["-integrator", "pbd", "-pbd_relaxation", "3"], "-pbd_relaxation must be in (0, 2], got 3"),
+    (["-integrator", "pbd", "-pbd_chebyshev_rho", "1"], "-pbd_chebyshev_rho must be in [0, 1), got 1"),
+    (["-integrator", "pbd", "-pbd_friction", "coulomb"], "Unknown option coulomb for -pbd_friction. Available options: seed accumulated"),
     (["-materials", "sand,g", "-g_type", "grain", "-g_radius", "0.001"], "-materials mixes grains (-<m>_type grain, moved by -integrator pbd) with continuum materials"),
 ]
 

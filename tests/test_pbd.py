@@ -26,6 +26,9 @@ wall are unit-tested in test_kernels (section 15); here the whole solver:
 3. Rank invariance: the 2D column collapse (pbd_column_2d.yaml), 200 steps
    on 1, 2 and 3 ranks, with load balancing: every grain's position and
    velocity identical to the bit, no grain lost.
+3c. The spout (pbd_spout_2d.yaml, 0.6 s): grains released with an
+   emitter jitter drawn from their ids: all there, the same bits on 1, 2 and
+   3 ranks, off the lattice's columns.
 4. Restart: 50 steps, a checkpoint, 50 more, against 100 in one go on 2
    ranks: identical to the bit, history too.
 3b. The same in 3D: a block of 8000 spheres (pbd_bench_3d.yaml reduced), 40
@@ -138,6 +141,18 @@ h3 = T.mpmio.history(T.OUTPUT + "/pbd_block3d_1")
 c.within("3D block: contacts per grain after 40 steps", h3["pbd_contacts"][-1] / 8000, 0.3, 12.0)
 c.true("3D block: 3 ranks give the bits of 1", np.array_equal(res3[0][1], res3[1][1]) and np.array_equal(res3[0][2], res3[1][2]),
        "max |dx| %g" % np.abs(res3[0][1] - res3[1][1]).max())
+
+# 3c. the spout: grains released with a jitter drawn from their ids, the same on any rank count
+resp = []
+for ranks in (1, 2, 3):
+    out = T.outdir("pbd_spout_%d" % ranks)
+    T.run_deck("pbd_spout_2d.yaml", ranks, out, "-t_end", 0.6, "-output_dt", 0.3)
+    resp.append(by_id(frames(out)[-1]))
+n_exp = 4 * (int(np.floor(0.6 * 0.3 / 0.0025)) + 1)  # 4 a layer, a layer every 2.5 mm / 0.3 m/s, the first at t = 0
+c.true("spout: every released grain there (%d), none lost" % n_exp, all(len(r[0]) == n_exp for r in resp), "%s" % [len(r[0]) for r in resp])
+c.true("spout: 2 and 3 ranks give the bits of 1", all(np.array_equal(resp[0][1], r[1]) and np.array_equal(resp[0][2], r[2]) for r in resp[1:]))
+x_sp = resp[0][1]
+c.within("spout: jittered off the lattice columns (distinct x among the first 40 grains / 40)", len(np.unique(np.round(x_sp[:40, 0], 9))) / 40.0, 0.9, 1.0)
 
 # 4. restart bit for bit
 one, two = T.outdir("pbd_restart_once"), T.outdir("pbd_restart_twice")

@@ -244,6 +244,7 @@ typedef struct {
   char     name[MPM_NAME_LEN];
   PetscInt species, mat, ppc, source;
   double   center[3], dir[3], t1[3], t2[3], speed, radius, density, t_start, t_stop;
+  double   jitter;        /* random displacement of a released particle per axis, as a fraction of the spacing */
   int64_t  layers;        /* layers emitted so far (identical on every rank) */
   PetscInt per_layer;     /* lattice points in one layer */
   double  *layer_offsets; /* lateral offsets of the layer points (per_layer x dim) */

@@ -282,6 +282,8 @@ static PetscErrorCode EmitterSetUp(MPMSim sim, PetscInt e, const char *name)
   PetscCall(MPMOptionsInt("-ppc", "Particles per cell along each axis [-]", NULL, E->ppc, &E->ppc, NULL));
   PetscCall(MPMOptionsReal("-start", "Time the flow starts [s]", NULL, E->t_start, &E->t_start, NULL));
   PetscCall(MPMOptionsReal("-stop", "Time the flow stops [s]", NULL, E->t_stop, &E->t_stop, NULL));
+  PetscCall(MPMOptionsReal("-jitter", "Random displacement of each released particle per axis, as a fraction of the spacing, drawn from its id (grains from a lattice stack in columns) [-]", NULL,
+                           E->jitter, &E->jitter, NULL));
   PetscOptionsEnd();
   PetscCheck(cset, sim->comm, PETSC_ERR_USER_INPUT, "-%scenter with %" PetscInt_FMT " values is required", prefix, sim->dim);
   PetscCheck(dset, sim->comm, PETSC_ERR_USER_INPUT, "-%sdirection with %" PetscInt_FMT " values is required", prefix, sim->dim);
@@ -291,6 +293,7 @@ static PetscErrorCode EmitterSetUp(MPMSim sim, PetscInt e, const char *name)
   PetscCheck(E->radius > 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sradius must be > 0 m, got %g", prefix, E->radius);
   PetscCheck(E->density > 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sdensity must be > 0 kg/m^3, got %g", prefix, E->density);
   PetscCheck(E->ppc >= 1 && E->ppc <= 8, sim->comm, PETSC_ERR_USER_INPUT, "-%sppc must be in [1, 8], got %" PetscInt_FMT, prefix, E->ppc);
+  PetscCheck(E->jitter >= 0 && E->jitter < 1, sim->comm, PETSC_ERR_USER_INPUT, "-%sjitter must be in [0, 1), got %g", prefix, E->jitter);
   PetscCall(MPMVectorTame(sim->dim, E->dir));
   for (PetscInt a = 0; a < sim->dim; a++) len += E->dir[a] * E->dir[a];
   PetscCheck(len > 0, sim->comm, PETSC_ERR_USER_INPUT, "-%sdirection must be nonzero", prefix);
@@ -336,12 +339,15 @@ static PetscErrorCode EmitterStep(MPMSim sim, MPMEmitter *E, double t_new, int64
   for (int64_t k = E->layers; k < due; k++) {
     const double travel = E->speed * (t_new - (E->t_start + k * s / E->speed)); /* distance since its release */
     for (PetscInt j = 0; j < E->per_layer; j++) {
-      double x[3] = {0, 0, 0};
+      double        x[3] = {0, 0, 0};
+      const int64_t id   = ((int64_t)(E->source + 1) << ID_SHIFT) | (k * (int64_t)E->per_layer + j);
       for (PetscInt a = 0; a < d; a++) x[a] = E->center[a] + E->layer_offsets[j * d + a] + travel * E->dir[a];
+      if (E->jitter > 0) /* from the id: the same on every rank, and again after a restart */
+        for (PetscInt a = 0; a < d; a++) x[a] += E->jitter * s * (mpm_uniform(sim->seed, (uint64_t)id, (uint64_t)(8 + a)) - 0.5);
       const PetscInt cell = MPMLayoutParticleCell(&sim->layout, x);
       if (cell < sim->layout.own_lo || cell >= sim->layout.own_hi) continue;
       PetscCall(MPMParticlesAppend(p, 1, &start));
-      MPMFieldInt64(p, p->f_id)[start] = ((int64_t)(E->source + 1) << ID_SHIFT) | (k * (int64_t)E->per_layer + j);
+      MPMFieldInt64(p, p->f_id)[start] = id;
       for (PetscInt a = 0; a < d; a++) {
         MPMFieldReal(p, p->f_x)[start * d + a] = x[a];
         MPMFieldReal(p, p->f_v)[start * d + a] = E->speed * E->dir[a];

@@ -153,7 +153,7 @@ static PetscErrorCode DerivedRadius(void *ctx, const MPMParticles *p, double *ou
 }
 
 /* A lattice of spacing s whose points are jittered by up to j s / 2 per
- * axis (the region's -<r>_jitter; 0 for lattice sampling and emitters)
+ * axis (the region's or emitter's -<r>_jitter; 0 for lattice sampling)
  * seeds grains of radius r without overlap, between themselves and with
  * the domain's faces, only if s (1 - j) >= 2 r. */
 static PetscErrorCode CheckSpacing(MPMSim sim, const PBD *pb, const char *what, const char *name, PetscInt mat, PetscInt ppc, double jitter)
@@ -196,7 +196,7 @@ static PetscErrorCode PBDSetUp(MPMIntegrator integ, MPMSim sim)
   PetscCall(PetscCalloc2(6 * sim->colliders->nobj + 1, &pb->snap, 6 * sim->colliders->nobj + 1, &pb->eprev));
   PetscCall(MPMSpeciesAddDerived(sp, "radius", 1, DerivedRadius, pb));
   for (PetscInt r = 0; r < sim->nreg; r++) PetscCall(CheckSpacing(sim, pb, "Region", sim->reg[r].name, sim->reg[r].mat, sim->reg[r].ppc, sim->reg[r].sampling == MPM_SAMPLING_JITTER ? sim->reg[r].jitter : 0.0));
-  for (PetscInt e = 0; e < sim->nem; e++) PetscCall(CheckSpacing(sim, pb, "Emitter", sim->em[e].name, sim->em[e].mat, sim->em[e].ppc, 0.0));
+  for (PetscInt e = 0; e < sim->nem; e++) PetscCall(CheckSpacing(sim, pb, "Emitter", sim->em[e].name, sim->em[e].mat, sim->em[e].ppc, sim->em[e].jitter));
   pb->st.n = PBD_NSTAT;
   PetscCall(PetscStrncpy(pb->st.name[0], "pbd_iterations", sizeof(pb->st.name[0])));
   PetscCall(PetscStrncpy(pb->st.name[1], "pbd_contacts", sizeof(pb->st.name[1])));
