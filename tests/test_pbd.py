@@ -23,6 +23,9 @@ wall are unit-tested in test_kernels (section 15); here the whole solver:
    boundary (pbd_two_grains.yaml): perfectly inelastic, the common velocity
    -0.3 m/s, momentum kept to 1e-12, the contact evaluated from halo copies
    (halo bytes > 0 on 2 ranks), the same bits as on 1 rank.
+2b. Sleeping (-pbd_sleep_threshold 0.05 m/s, above g ds): two grains at
+   rest in the air touch nothing, so they do not sleep: they fall 0.5 g t^2
+   (within 1 %: symplectic Euler's 1/n).
 3. Rank invariance: the 2D column collapse (pbd_column_2d.yaml), 200 steps
    on 1, 2 and 3 ranks, with load balancing: every grain's position and
    velocity identical to the bit, no grain lost.
@@ -114,6 +117,15 @@ for ranks in (1, 2):
     if ranks == 2:
         c.true("two grains: the contact crossed ranks (halo bytes > 0)", h["pbd_halo_bytes"].max() > 0, "max %g B" % h["pbd_halo_bytes"].max())
 c.true("two grains: 2 ranks give the bits of 1", all(np.array_equal(a, b) for a, b in zip(res[1], res[2])))
+
+# 2b. sleeping: grains at rest in the air touch nothing, so they fall even with a threshold above g ds
+out = T.outdir("pbd_sleep_fall")
+T.run_deck("verification/pbd_two_grains.yaml", 1, out, "-gravity", "0,-9.81", "-a_velocity", "0,0", "-b_velocity", "0,0", "-pbd_sleep_threshold", 0.05,
+           "-t_end", 0.08)
+fs = frames(out)
+fall = by_id(fs[0])[1][:, 1] - by_id(fs[-1])[1][:, 1]
+c.close("sleeping (threshold 0.05 m/s > g ds = 0.005 m/s): grains at rest in the air fall 0.5 g t^2 at t=%g [m]" % fs[-1]["t"], fall.min(),
+        0.5 * 9.81 * fs[-1]["t"] ** 2, rtol=0.01)
 
 # 3. rank invariance of the column collapse
 ref = None

@@ -68,6 +68,7 @@ typedef struct {
   double         *L;   /* per grain (owned, then copies): its contacts, grains and objects, at the prediction (>= 1: the Jacobi weights) */
   /* neighbours of the owned grains (CSR, sorted by id) */
   PetscInt       *nb_off, *nb, capnb;
+  PetscInt       *touch;         /* per owned grain: grains and objects it overlaps at the prediction (0: free; it may not sleep) */
   PetscInt       *inner, ninner; /* owned grains: ninner without copies among their neighbours, then the others (reversed) */
   double         *wlam; /* per owned grain, PBD_WALL_SLOTS x [object + 1 (0: free), ln, lt(3)] */
   double         *lam; /* per neighbour entry: its pair's accumulated corrections [ln, lt(3)] (-pbd_friction accumulated) */
@@ -107,7 +108,7 @@ static PetscErrorCode PBDOptions(MPMIntegrator integ, MPMSim sim)
   PetscCall(MPMOptionsInt("-chebyshev_delay", "Plain sweeps before the Chebyshev acceleration starts [-]", NULL, pb->delay, &pb->delay, NULL));
   PetscCall(MPMOptionsReal("-relaxation", "Relaxation factor omega: a pair's correction is weighted by omega / (the larger contact count of its grains), in (0, 2] [-]", NULL, pb->relax, &pb->relax, NULL));
   PetscCall(MPMOptionsReal("-neighbor_margin", "Neighbour search distance beyond contact, in grain diameters, in [0, 1] [-]", NULL, pb->margin, &pb->margin, NULL));
-  PetscCall(MPMOptionsReal("-sleep_threshold", "Grains slower than this after a substep stay where they were, at rest (0: off) [m/s]", NULL, pb->sleep, &pb->sleep, NULL));
+  PetscCall(MPMOptionsReal("-sleep_threshold", "Grains touching a grain or an object and slower than this after a substep stay where they were, at rest (0: off) [m/s]", NULL, pb->sleep, &pb->sleep, NULL));
   PetscCall(MPMOptionsReal("-shock_propagation", "Shock propagation k: the solve's inverse mass of a grain at height z is exp(-k z) / m (0: off) [1/m]", NULL, pb->shock, &pb->shock, NULL));
   PetscOptionsEnd();
   pb->accumulated = fr == 1 ? PETSC_TRUE : PETSC_FALSE;
@@ -233,8 +234,8 @@ static PetscErrorCode Reserve(PBD *pb, PetscInt N, PetscInt keep, PetscInt dim)
 
   PetscCall(PetscFree(pb->key));
   PetscCall(PetscFree(pb->nb_off));
-  PetscCall(PetscFree(pb->inner));
-  PetscCall(PetscMalloc1(pb->cap, &pb->inner));
+  PetscCall(PetscFree2(pb->inner, pb->touch));
+  PetscCall(PetscMalloc2(pb->cap, &pb->inner, pb->cap, &pb->touch));
   PetscCall(PetscFree(pb->wlam));
   PetscCall(PetscMalloc1(pb->cap * 5 * PBD_WALL_SLOTS, &pb->wlam));
   PetscCall(PetscMalloc1(pb->cap, &pb->key));
@@ -396,7 +397,8 @@ static PetscErrorCode FindNeighbours(PBD *pb, MPMSim sim, PetscInt N)
     PetscInt len = 0, touching = 0;
     PetscCall(Neighbours(pb, i, d, sim->layout.box.origin, &len, &touching));
     pb->nb_off[i + 1] = pb->nb_off[i] + len;
-    pb->L[i]          = (double)PetscMax(1, touching + MPMCollidersNearCount(sim->colliders, 0, pb->x + i * d, pb->rec[i].r));
+    pb->touch[i]      = touching + MPMCollidersNearCount(sim->colliders, 0, pb->x + i * d, pb->rec[i].r);
+    pb->L[i]          = (double)PetscMax(1, pb->touch[i]);
   }
   /* pb->inner: first the grains whose neighbours are all owned (they can
    * sweep while the copies travel), then the others */
@@ -583,7 +585,8 @@ static PetscErrorCode Sweep(PBD *pb, MPMSim sim, const double *pos, const double
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* v = (x - x0) / ds; a grain slower than the sleep threshold stays. */
+/* v = (x - x0) / ds; a grain slower than the sleep threshold that touches
+ * something stays. */
 static void Velocities(PBD *pb, MPMSim sim, double ds)
 {
   MPMParticles  *p = &sim->species[0]->p;
@@ -595,7 +598,7 @@ static void Velocities(PBD *pb, MPMSim sim, double ds)
       v[i * d + a] = (x[i * d + a] - pb->x0[i * d + a]) / ds;
       v2 += v[i * d + a] * v[i * d + a];
     }
-    if (pb->sleep > 0 && v2 < pb->sleep * pb->sleep)
+    if (pb->sleep > 0 && v2 < pb->sleep * pb->sleep && pb->touch[i] > 0) /* a grain in free flight never sleeps, or one at rest would never fall */
       for (PetscInt a = 0; a < d; a++) {
         x[i * d + a] = pb->x0[i * d + a];
         v[i * d + a] = 0;
@@ -776,7 +779,7 @@ static PetscErrorCode PBDDestroy(MPMIntegrator integ)
   PetscCall(PetscFree(pb->nb));
   PetscCall(PetscFree(pb->lam));
   PetscCall(PetscFree(pb->wlam));
-  PetscCall(PetscFree(pb->inner));
+  PetscCall(PetscFree2(pb->inner, pb->touch));
   PetscCall(PetscFree2(pb->snap, pb->eprev));
   PetscCall(PetscFree2(pb->bucket_start, pb->bucket));
   PetscCall(PetscFree(pb->grain));
