@@ -10,6 +10,13 @@
 
 static const char *const SamplingNames[] = {"lattice", "jitter", "MPMSampling", "MPM_SAMPLING_", NULL};
 
+/* Move x by up to amp / 2 per axis, drawn from particle id's numbers
+ * stream, stream + 1, ...: the same on every rank and after a restart. */
+static void Jitter(uint64_t seed, int64_t id, uint64_t stream, double amp, PetscInt d, double *x)
+{
+  for (PetscInt a = 0; a < d; a++) x[a] += amp * (mpm_uniform(seed, (uint64_t)id, stream + (uint64_t)a) - 0.5);
+}
+
 #define ID_SHIFT 48
 
 static PetscErrorCode CheckInDomain(MPMSim sim, const char *what, const double *lo, const double *hi)
@@ -177,7 +184,7 @@ static PetscErrorCode SeedRegion(MPMSim sim, PetscInt r)
         for (PetscInt a = 0; a < 3; a++) rel[a] = idx[a] - (a == sim->layout.slab_axis ? nfull[3] : ilo[a]);
         const int64_t id = ((int64_t)(r + 1) << ID_SHIFT) | (((int64_t)rel[2] * nfull[1] + rel[1]) * nfull[0] + rel[0]);
         if (R->sampling == MPM_SAMPLING_JITTER)
-          for (PetscInt a = 0; a < d; a++) x[a] += R->jitter * s * (mpm_uniform(sim->seed, (uint64_t)id, (uint64_t)a) - 0.5);
+          Jitter(sim->seed, id, 0, R->jitter * s, d, x);
         double C[9];
         PetscCall(MPMParticlesAppend(p, 1, &start));
         MPMFieldInt64(p, p->f_id)[start] = id;
@@ -343,7 +350,7 @@ static PetscErrorCode EmitterStep(MPMSim sim, MPMEmitter *E, double t_new, int64
       const int64_t id   = ((int64_t)(E->source + 1) << ID_SHIFT) | (k * (int64_t)E->per_layer + j);
       for (PetscInt a = 0; a < d; a++) x[a] = E->center[a] + E->layer_offsets[j * d + a] + travel * E->dir[a];
       if (E->jitter > 0) /* from the id: the same on every rank, and again after a restart */
-        for (PetscInt a = 0; a < d; a++) x[a] += E->jitter * s * (mpm_uniform(sim->seed, (uint64_t)id, (uint64_t)(8 + a)) - 0.5);
+        Jitter(sim->seed, id, 8, E->jitter * s, d, x);
       const PetscInt cell = MPMLayoutParticleCell(&sim->layout, x);
       if (cell < sim->layout.own_lo || cell >= sim->layout.own_hi) continue;
       PetscCall(MPMParticlesAppend(p, 1, &start));

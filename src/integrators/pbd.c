@@ -450,15 +450,15 @@ static double *WallSlot(double *slots, PetscInt o, PetscBool claim)
   return NULL;
 }
 
-/* The seed's objects: each one's contact and friction at the grain's
- * position x (from: where the slip is measured from), weighted by omega /
+/* The seed's objects: each one's contact and friction at grain i's (mass
+ * m) position x (from: where the slip is measured from), weighted by omega /
  * max(L, cnt) (cnt: the grain's contacts in this sweep, the pairs' and
  * these), added to the pairs' sum; with book, the objects' share booked
  * as their impulse. */
-static void WallsAveraged(PBD *pb, MPMSim sim, PetscInt i, const double *from, const double *x, PetscInt cnt, PetscBool book, double ds, double *sum, PBDSweepStats *ss)
+static void WallsAveraged(PBD *pb, MPMSim sim, PetscInt i, double m, const double *from, const double *x, PetscInt cnt, PetscBool book, double ds, double *sum, PBDSweepStats *ss)
 {
   const PetscInt  d = sim->dim;
-  const double    r = pb->rec[i].r, m = MPMFieldReal(&sim->species[0]->p, sim->species[0]->p.f_m)[i];
+  const double    r = pb->rec[i].r;
   MPMGrainContact gc[PBD_MAX_OBJECTS];
   const PetscInt  ng = MPMCollidersGrainContacts(sim->colliders, 0, from, x, r, book ? ds : 0.0, gc);
 
@@ -484,10 +484,10 @@ static void WallsAveraged(PBD *pb, MPMSim sim, PetscInt i, const double *from, c
  * pushes, as it did with the floor's share averaged with theirs.
  * Friction is bounded by the object's accumulated push in the substep
  * (pb->wlam). */
-static void WallsProjected(PBD *pb, MPMSim sim, PetscInt i, const double *from, const double *x, PetscBool book, double ds, double *sum, PBDSweepStats *ss)
+static void WallsProjected(PBD *pb, MPMSim sim, PetscInt i, double m, const double *from, const double *x, PetscBool book, double ds, double *sum, PBDSweepStats *ss)
 {
   const PetscInt  d = sim->dim;
-  const double    r = pb->rec[i].r, m = MPMFieldReal(&sim->species[0]->p, sim->species[0]->p.f_m)[i];
+  const double    r = pb->rec[i].r;
   double          y[3] = {0, 0, 0}, *lam[PBD_MAX_OBJECTS];
   PetscInt        act = 0;
   MPMGrainContact gc[PBD_MAX_OBJECTS];
@@ -535,6 +535,7 @@ static PetscErrorCode SweepGrains(PBD *pb, MPMSim sim, const double *pos, const 
                                   PBDSweepStats *ss)
 {
   const PetscInt d = sim->dim;
+  const double  *m = MPMFieldReal(&sim->species[0]->p, sim->species[0]->p.f_m);
 
   PetscFunctionBeginUser;
   for (PetscInt l = 0; l < nlist; l++) {
@@ -568,8 +569,8 @@ static PetscErrorCode SweepGrains(PBD *pb, MPMSim sim, const double *pos, const 
       ss->overlap = PetscMax(ss->overlap, pen / PetscMin(ri->r, rj->r));
     }
     ss->contacts += cnt;
-    if (pb->accumulated) WallsProjected(pb, sim, i, from + i * d, xi, book, ds, sum, ss);
-    else WallsAveraged(pb, sim, i, from + i * d, xi, cnt, book, ds, sum, ss);
+    if (pb->accumulated) WallsProjected(pb, sim, i, m[i], from + i * d, xi, book, ds, sum, ss);
+    else WallsAveraged(pb, sim, i, m[i], from + i * d, xi, cnt, book, ds, sum, ss);
     for (PetscInt a = 0; a < d; a++) dxi[a] = sum[a];
     if (progress && l % 1024 == 1023) PetscCall(MPMHaloForwardProgress(progress));
   }

@@ -90,19 +90,18 @@ double mpm_pbd_wall(int dim, double phi, const double *n, const double *disp, do
  * of the normal correction, and mpm_pbd_accumulate books them. */
 void mpm_pbd_friction_acc(int dim, const double *n, const double *rel, const double *lam, double mu_s, double mu_k, double *dt)
 {
-  double rn = 0, ln = 0, tt = 0, target[3];
+  double rn = 0, ltn = 0, tt = 0, lt[3], target[3];
   for (int a = 0; a < dim; a++) {
     rn += rel[a] * n[a];
-    ln += lam[1 + a] * n[a];
+    ltn += lam[1 + a] * n[a];
   }
   for (int a = 0; a < dim; a++) {
-    const double lt = lam[1 + a] - ln * n[a]; /* the accumulated friction, in the current tangent plane */
-    target[a]       = lt - (rel[a] - rn * n[a]);
+    lt[a]     = lam[1 + a] - ltn * n[a]; /* the accumulated friction, in the current tangent plane */
+    target[a] = lt[a] - (rel[a] - rn * n[a]);
     tt += target[a] * target[a];
-    dt[a] = lt;
   }
   const double tn = sqrt(tt), s = tn > mu_s * lam[0] ? (tn > 0 ? mu_k * lam[0] / tn : 0.0) : 1.0;
-  for (int a = 0; a < dim; a++) dt[a] = s * target[a] - dt[a];
+  for (int a = 0; a < dim; a++) dt[a] = s * target[a] - lt[a];
 }
 
 /* Book into lam = [ln, lt] the weight w of a sweep's normal correction d
@@ -116,6 +115,18 @@ void mpm_pbd_accumulate(int dim, const double *n, double d, const double *dt, do
   for (int a = 0; a < dim; a++) lam[1 + a] += w * dt[a] - nn * n[a]; /* keep it tangential */
 }
 
+/* A contact's correction c of the relative position at this sweep,
+ * weighted by w: the push dn (>= 0) along n and the accumulated friction's
+ * change for the slip rel; lam updated.  The bound includes this sweep's
+ * push. */
+static void AccumulatedCorrection(int dim, const double *n, const double *rel, double dn, double mu_s, double mu_k, double w, double *lam, double *c)
+{
+  double t[3] = {0, 0, 0}, lam1[4] = {lam[0] + w * dn, lam[1], lam[2], lam[3]};
+  mpm_pbd_friction_acc(dim, n, rel, lam1, mu_s, mu_k, t);
+  mpm_pbd_accumulate(dim, n, dn, t, w, lam);
+  for (int a = 0; a < dim; a++) c[a] = w * (dn * n[a] + t[a]);
+}
+
 /* mpm_pbd_pair with the accumulated friction: the pair's corrections at
  * this sweep, weighted by w, and lam updated.  Friction acts while the
  * contact carried a push in this substep (ln > 0), also in sweeps where
@@ -123,7 +134,7 @@ void mpm_pbd_accumulate(int dim, const double *n, double d, const double *dt, do
 double mpm_pbd_pair_acc(int dim, const double *xa, const double *xb, const double *x0a, const double *x0b, double ra, double rb, double wa, double wb, double mu_s, double mu_k, double w,
                         double *lam, double *da, double *db)
 {
-  double r[3], n[3] = {0, 0, 0}, rel[3] = {0, 0, 0}, t[3] = {0, 0, 0}, dist2 = 0;
+  double r[3], n[3] = {0, 0, 0}, rel[3] = {0, 0, 0}, c[3], dist2 = 0;
   for (int a = 0; a < dim; a++) {
     r[a] = xa[a] - xb[a];
     dist2 += r[a] * r[a];
@@ -135,13 +146,10 @@ double mpm_pbd_pair_acc(int dim, const double *xa, const double *xb, const doubl
     n[a]   = r[a] / dist;
     rel[a] = (xa[a] - x0a[a]) - (xb[a] - x0b[a]);
   }
-  double lam1[4] = {lam[0] + w * dn, lam[1], lam[2], lam[3]}; /* the bound includes this sweep's push */
-  mpm_pbd_friction_acc(dim, n, rel, lam1, mu_s, mu_k, t);
-  mpm_pbd_accumulate(dim, n, dn, t, w, lam);
+  AccumulatedCorrection(dim, n, rel, dn, mu_s, mu_k, w, lam, c);
   for (int a = 0; a < dim; a++) {
-    const double c = w * (dn * n[a] + t[a]);
-    da[a]          = wa / W * c;
-    db[a]          = -wb / W * c;
+    da[a] = wa / W * c[a];
+    db[a] = -wb / W * c[a];
   }
   return d;
 }
@@ -151,13 +159,9 @@ double mpm_pbd_pair_acc(int dim, const double *xa, const double *xb, const doubl
  * surface pushed the grain in this substep (ln > 0). */
 double mpm_pbd_wall_acc(int dim, double phi, const double *n, const double *disp, double r, double mu_s, double mu_k, double w, double *lam, double *dx)
 {
-  double       t[3] = {0, 0, 0};
   const double d = r - phi, dn = d > 0 ? d : 0.0;
   for (int a = 0; a < dim; a++) dx[a] = 0;
   if (dn == 0 && lam[0] == 0) return fmin(d, 0.0);
-  double lam1[4] = {lam[0] + w * dn, lam[1], lam[2], lam[3]};
-  mpm_pbd_friction_acc(dim, n, disp, lam1, mu_s, mu_k, t);
-  mpm_pbd_accumulate(dim, n, dn, t, w, lam);
-  for (int a = 0; a < dim; a++) dx[a] = w * (dn * n[a] + t[a]);
+  AccumulatedCorrection(dim, n, disp, dn, mu_s, mu_k, w, lam, dx);
   return d;
 }
