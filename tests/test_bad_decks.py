@@ -17,7 +17,7 @@ CASES = [
     (["-sand_hardening", "35,9,0.2"], "-sand_hardening needs 4 comma-separated values, got 3"),
     (["-sand_cone", "round"], "-sand_cone"),
     (["-column_hi", "0.1,0.5"], "Region 'column'"),
-    (["-column_material", "gravel"], "'gravel' is not one of the materials"),
+    (["-column_material", "gravel"], "-column_material 'gravel' is not one of the materials listed in -materials (sand)"),
     (["-column_ppc", "0"], "-column_ppc must be in [1, 8]"),
     (["-column_inside_out"], "Region 'column' is unbounded"),
     (["-materials", "sand,gravel"], "-gravel_type is required"),

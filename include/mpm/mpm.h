@@ -22,6 +22,7 @@ PetscErrorCode MPMSetFromOptions(MPMSim sim);
 PetscErrorCode MPMRun(MPMSim sim);
 PetscErrorCode MPMDestroy(MPMSim *sim);
 const char *MPMVersion(void);
+PetscBool   MPMHaveCatalyst(void); /* built with ParaView Catalyst (-catalyst_script) */
 /* 0 after a finished run; 75 (EX_TEMPFAIL) when a signal made the run write
  * a checkpoint and stop: continue it with -restart latest. */
 int MPMExitCode(MPMSim sim);

@@ -89,6 +89,54 @@ static PetscErrorCode ObjectSetUp(MPMSim sim, MPMCollider *o, const char *name)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Plausibility (a warning): an object that stands still wholly outside
+ * the domain never touches a particle; a half space that covers the
+ * whole domain leaves no room for one. */
+static PetscErrorCode WarnPlacement(MPMSim sim, const MPMCollider *o)
+{
+  const MPMLayout *l = &sim->layout;
+  const PetscInt   d = sim->dim;
+  const double     tol = 2 * l->h; /* nodes this close to a surface still feel it */
+  double           lo[3], hi[3], n[3];
+  int              in = 0, out = 0;
+
+  PetscFunctionBeginUser;
+  for (PetscInt a = 0; a < 3; a++)
+    if (o->ps.vel[a] != 0 || o->ps.omega[a] != 0 || o->dynamic) PetscFunctionReturn(PETSC_SUCCESS); /* it may come in */
+  if (MPMPlacedShapeBBox(&o->ps, d, lo, hi)) {
+    for (PetscInt a = 0; a < d && !o->ps.shape.inside_out; a++)
+      if (hi[a] < l->lo[a] - tol || lo[a] > l->hi[a] + tol) {
+        PetscCall(MPMWarn(sim->comm, "object '%s' lies wholly outside the domain along %c ([%g, %g] m against the domain's [%g, %g] m): it never touches a particle", o->name, "xyz"[a], lo[a],
+                          hi[a], l->lo[a], l->hi[a]));
+        break;
+      }
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  for (int k = 0; k < (1 << d); k++) { /* the domain's corners */
+    double x[3] = {0, 0, 0};
+    for (PetscInt a = 0; a < d; a++) x[a] = (k >> a) & 1 ? l->hi[a] : l->lo[a];
+    const double phi = MPMPlacedShapeEval(&o->ps, d, x, n, NULL);
+    in += phi < tol;
+    out += phi > 0;
+  }
+  if (!in) PetscCall(MPMWarn(sim->comm, "object '%s' (a half space) lies wholly outside the domain: it never touches a particle (check -%s_center and -%s_normal)", o->name, o->name, o->name));
+  if (!out) PetscCall(MPMWarn(sim->comm, "object '%s' (a half space) fills the whole domain: every particle starts inside it (check -%s_center and -%s_normal)", o->name, o->name, o->name));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The first solid object (of the deck's, not the domain faces) that holds
+ * point x inside it, or -1: seeding reports particles placed in a wall. */
+PetscInt MPMCollidersSolidAt(MPMColliders c, PetscInt species, const double *x)
+{
+  double n[3];
+  for (PetscInt o = c->nwalls; o < c->nobj; o++) {
+    const MPMCollider *obj = &c->obj[o];
+    if (obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
+    if (MPMPlacedShapeEval(&obj->ps, c->dim, x, n, NULL) < 0) return o;
+  }
+  return -1;
+}
+
 PetscErrorCode MPMCollidersCreate(MPMSim sim)
 {
   char        *names[MPM_MAX_NAMES];
@@ -112,6 +160,7 @@ PetscErrorCode MPMCollidersCreate(MPMSim sim)
   for (PetscInt i = 0; i < n; i++) {
     PetscCall(ObjectSetUp(sim, &c->obj[c->nwalls + i], names[i]));
     if (c->obj[c->nwalls + i].dynamic) c->ndynamic++;
+    if (!sim->help) PetscCall(WarnPlacement(sim, &c->obj[c->nwalls + i]));
   }
   PetscCall(MPMOptionsFreeNames(names, n));
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -195,6 +195,11 @@ typedef struct {
   PetscInt        nderived;
 } MPMSpecies;
 
+/* Plausibility warnings (options.c): printed once, counted in summary.json. */
+PetscErrorCode MPMWarn(MPI_Comm comm, const char *fmt, ...) PETSC_ATTRIBUTE_FORMAT(2, 3);
+PetscErrorCode MPMWarnUnusual(MPI_Comm comm, const char *opt, double value, double lo, double hi, const char *unit, const char *hint);
+PetscInt       MPMWarnings(void);
+
 PetscErrorCode MPMSpeciesCreate(MPMSim sim, const char *name, MPMSpecies **sp);
 PetscErrorCode MPMSpeciesDestroyAll(MPMSim sim);
 PetscErrorCode MPMSpeciesAddDerived(MPMSpecies *sp, const char *name, int ncomp, MPMDerivedFn fn, void *ctx);
@@ -296,6 +301,35 @@ typedef struct {
   PetscInt frame;
 } MPMFrameRecord;
 
+/* What set a step's size: the stability limits (stable_dt of the
+ * integrators), then the steps shortened to land on an output time or on
+ * -t_end, or halved after a failed solve.  -monitor and summary.json name
+ * them (MPMDtLimitNames). */
+typedef enum {
+  MPM_DT_MAX,      /* -dt_max */
+  MPM_DT_FIXED,    /* -dt */
+  MPM_DT_CFL,      /* -cfl: particle speed */
+  MPM_DT_ELASTIC,  /* elastic wave speed (-cfl_elastic) */
+  MPM_DT_HARDENED, /* hardened elastic wave speed (snow) */
+  MPM_DT_GRAVITY,  /* free fall over a cell (nonsmooth) */
+  MPM_DT_SOLVER,   /* cap after a failed implicit solve */
+  MPM_DT_NSTABLE,
+  MPM_DT_OUTPUT = MPM_DT_NSTABLE, /* shortened to land on an output time */
+  MPM_DT_T_END,                   /* shortened to land on -t_end */
+  MPM_DT_RETRY,                   /* halved after a failed solve */
+  MPM_DT_NREASONS
+} MPMDtLimit;
+extern const char *const MPMDtLimitNames[];
+/* The smaller of dt and a limit, noting which one won. */
+static inline double MPMDtMin(double dt, MPMDtLimit *why, double limit, MPMDtLimit code)
+{
+  if (limit < dt) {
+    *why = code;
+    return limit;
+  }
+  return dt;
+}
+
 /* Everything a run holds.  Core reads and writes the run-control and
  * layout parts; the handles and the blocks marked with a layer belong to
  * that layer. */
@@ -318,7 +352,17 @@ struct _p_MPMSim {
 
   double      gravity[3], gravity_ramp;
   double      cfl, dt_max, dt_fixed;
-  double      t, t_end, dt, dt_lo, dt_hi, output_dt, t_next_output, t_last_frame;
+  double      t, t_end, dt, output_dt, t_next_output, t_last_frame;
+  double      dt_lo, dt_hi;                /* range of the steps the stability limits set (before landing on output times) */
+  double      dt_taken_lo;                 /* smallest step taken, landings and retries included */
+  MPMDtLimit  dt_limit, step_limit;        /* what set sim->dt; what set the last step taken */
+  double      dt_count[MPM_DT_NREASONS];   /* steps taken per MPMDtLimit */
+  double      t_run_start;                 /* sim->t when this process started stepping (after a restart, the checkpoint's) */
+  PetscInt    step_run_start;              /* and the step */
+  double      dt_taken_last, vmax;         /* the last step taken; the fastest particle after it [m/s] */
+  PetscInt    monitor;                     /* -monitor: a progress line every this many steps (0: off) */
+  double      monitor_wall;                /* -monitor_wall: and every this many seconds of wall time (0: off) */
+  PetscLogDouble monitor_last;             /* wall time of the last monitor line */
   PetscInt    step, max_steps, frame, sort_interval, history_interval;
   PetscBool   delete_outside, help;
   uint64_t    seed;
@@ -363,12 +407,15 @@ double         MPMBalanceRankWork(const MPMSim sim);
 /* --------------------------------------- parallel.c: the only file that calls MPI */
 #define MPM_FLAG_SIGNAL       1  /* SIGTERM/SIGUSR1 seen: checkpoint and stop */
 #define MPM_FLAG_WALL         2  /* -checkpoint_wall elapsed */
+#define MPM_FLAG_MONITOR      4  /* -monitor_wall elapsed on rank 0: print a progress line */
 #define MPM_EXIT_CHECKPOINTED 75 /* exit code after a signal: continue with -restart latest (EX_TEMPFAIL) */
 #define MPM_EXIT_NONFINITE    70 /* exit code after the state became NaN or infinite (EX_SOFTWARE) */
 
 /* The one reduction per step. */
 typedef struct {
   double  dt;       /* MIN: the stable time step */
+  int64_t dt_limit; /* what set it (MPMDtLimit; the smallest code among equal steps) */
+  double  vmax;     /* MAX: fastest particle after the step [m/s] */
   int64_t n;        /* SUM: particles of all species */
   int64_t outside;  /* SUM: particles found outside the domain */
   int64_t split;    /* SUM: particles split in two this step (each adds one; MPMResampleSplit) */

@@ -1,6 +1,8 @@
 /* Helpers for reading the deck: vectors with an exact component count and
  * finite values, and the name lists of -materials/-regions/-objects/-emitters. */
 #include "core.h"
+#include <stdarg.h>
+#include <stdio.h>
 
 /* Read option `opt` (e.g. "-velocity") of the current options block as a
  * vector of exactly `need` finite values.  PETSc silently drops values
@@ -128,5 +130,36 @@ PetscErrorCode MPMVectorTame(PetscInt d, double *v)
   for (PetscInt a = 0; a < d; a++) m = PetscMax(m, PetscAbs(v[a]));
   if (m > 0 && isfinite(m))
     for (PetscInt a = 0; a < d; a++) v[a] /= m;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ------------------------------------------------------ plausibility */
+/* A value far outside an option's usual range is accepted (a study may
+ * go there on purpose) but named, with the range and the likely slip
+ * (usually units), from rank 0, before the first step.  summary.json
+ * counts the warnings. */
+static PetscInt nwarnings = 0;
+
+PetscErrorCode MPMWarn(MPI_Comm comm, const char *fmt, ...)
+{
+  char    msg[1024];
+  va_list ap;
+
+  PetscFunctionBeginUser;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof(msg), fmt, ap);
+  va_end(ap);
+  nwarnings++;
+  PetscCall(PetscFPrintf(comm, PETSC_STDERR, "granular-mpm: warning: %s\n", msg));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscInt MPMWarnings(void) { return nwarnings; }
+
+PetscErrorCode MPMWarnUnusual(MPI_Comm comm, const char *opt, double value, double lo, double hi, const char *unit, const char *hint)
+{
+  PetscFunctionBeginUser;
+  if (!(value < lo || value > hi)) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(MPMWarn(comm, "%s = %g %s is far outside the usual range [%g, %g] %s%s%s", opt, value, unit, lo, hi, unit, hint && hint[0] ? ": " : "", hint ? hint : ""));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -31,7 +31,9 @@ static void step_combine(void *in_, void *inout_, int *len, MPI_Datatype *type)
   const MPMStepReduction *in    = (const MPMStepReduction *)in_;
   MPMStepReduction       *inout = (MPMStepReduction *)inout_;
   for (int i = 0; i < *len; i++) {
-    inout[i].dt = PetscMin(inout[i].dt, in[i].dt);
+    if (in[i].dt < inout[i].dt || (in[i].dt == inout[i].dt && in[i].dt_limit < inout[i].dt_limit)) inout[i].dt_limit = in[i].dt_limit;
+    inout[i].dt   = PetscMin(inout[i].dt, in[i].dt);
+    inout[i].vmax = PetscMax(inout[i].vmax, in[i].vmax);
     inout[i].n += in[i].n;
     inout[i].outside += in[i].outside;
     inout[i].split += in[i].split;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+const char *const MPMDtLimitNames[] = {"dt_max", "dt", "cfl", "elastic", "hardened", "gravity", "solver_cap", "output", "t_end", "retry"};
+
 static PetscErrorCode ReadTimeOptions(MPMSim sim, PetscOptionItems *PetscOptionsObject)
 {
   PetscFunctionBeginUser;
@@ -38,12 +40,20 @@ PetscErrorCode MPMRunOptionsRead(MPMSim sim)
   if (sim->dim == 2) sim->gravity[2] = 0;
   PetscCall(MPMOptionsReal("-gravity_ramp", "Time over which gravity rises from 0 to -gravity, smoothly (half cosine: quasi-static loading, no drop shock) [s]", NULL, sim->gravity_ramp,
                              &sim->gravity_ramp, NULL));
+  {
+    const double g = sqrt(sim->gravity[0] * sim->gravity[0] + sim->gravity[1] * sim->gravity[1] + sim->gravity[2] * sim->gravity[2]);
+    if (g > 0 && !PetscOptionsObject->printhelp) PetscCall(MPMWarnUnusual(sim->comm, "|-gravity|", g, 0.5, 50, "m/s^2", "accelerations are in m/s^2 (Earth 9.81)"));
+  }
   PetscCheck(sim->gravity_ramp >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-gravity_ramp must be >= 0 s, got %g", sim->gravity_ramp);
   PetscCall(ReadTimeOptions(sim, PetscOptionsObject));
   PetscCall(PetscOptionsString("-output_dir", "Directory for everything the run writes", NULL, sim->outdir, sim->outdir, sizeof(sim->outdir), NULL));
   sim->output_dt = sim->t_end / 20;
   PetscCall(MPMOptionsReal("-output_dt", "Simulated time between output frames [s]", NULL, sim->output_dt, &sim->output_dt, NULL));
   PetscCall(MPMOptionsInt("-history_interval", "Steps between history.csv rows besides the frames (0: frames only)", NULL, sim->history_interval, &sim->history_interval, NULL));
+  PetscCall(MPMOptionsInt("-monitor", "Print a progress line every this many steps: t, dt and the limit that set it, kinetic energy, fastest particle, particles, imbalance, wall time, steps/s (0: off)", NULL, sim->monitor, &sim->monitor, NULL));
+  PetscCheck(sim->monitor >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-monitor must be >= 0 steps, got %" PetscInt_FMT, sim->monitor);
+  PetscCall(MPMOptionsReal("-monitor_wall", "Also print that line every this many seconds of wall time (0: off) [s]", NULL, sim->monitor_wall, &sim->monitor_wall, NULL));
+  PetscCheck(sim->monitor_wall >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-monitor_wall must be >= 0 s, got %g", sim->monitor_wall);
   PetscCall(MPMOptionsInt("-sort_interval", "Steps between sorting particles by cell (0: never)", NULL, sim->sort_interval, &sim->sort_interval, NULL));
   PetscCall(PetscOptionsBool("-delete_outside", "Delete (and count) particles that leave the domain instead of stopping with an error", NULL, sim->delete_outside, &sim->delete_outside,
                              NULL));

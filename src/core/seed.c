@@ -49,7 +49,8 @@ static PetscErrorCode RegionSetUp(MPMSim sim, PetscInt r, const char *name)
   PetscCall(PetscStrlcat(title, ": particles", sizeof(title))); /* -help prints one block per title */
   PetscOptionsBegin(sim->comm, prefix, title, NULL);
   PetscCall(PetscOptionsString("-material", "Material of the particles (a name from -materials)", NULL, mname, mname, sizeof(mname), NULL));
-  PetscCall(MPMSpeciesFindMaterial(sim, "-material of a region", mname, &R->species, &R->mat));
+  PetscCall(PetscSNPrintf(what, sizeof(what), "-%smaterial", prefix));
+  PetscCall(MPMSpeciesFindMaterial(sim, what, mname, &R->species, &R->mat));
   R->density = sim->species[R->species]->matinfo[R->mat].density;
   PetscCall(MPMOptionsReal("-density", "Density, default the material's [kg/m^3]", NULL, R->density, &R->density, NULL));
   PetscCall(MPMOptionsReal("-density_variation", "Random particle density: uniform in density (1 +- this fraction), as Stomakhin et al.'s snowballs [-]", NULL, R->density_variation, &R->density_variation, NULL));
@@ -283,7 +284,8 @@ static PetscErrorCode EmitterSetUp(MPMSim sim, PetscInt e, const char *name)
   PetscCall(MPMOptionsReal("-speed", "Outflow speed [m/s]", NULL, E->speed, &E->speed, NULL));
   PetscCall(MPMOptionsReal("-radius", "Outlet radius (half width in 2D) [m]", NULL, E->radius, &E->radius, NULL));
   PetscCall(PetscOptionsString("-material", "Material (a name from -materials)", NULL, mname, mname, sizeof(mname), NULL));
-  PetscCall(MPMSpeciesFindMaterial(sim, "-material of an emitter", mname, &E->species, &E->mat));
+  PetscCall(PetscSNPrintf(what, sizeof(what), "-%smaterial", prefix));
+  PetscCall(MPMSpeciesFindMaterial(sim, what, mname, &E->species, &E->mat));
   E->density = sim->species[E->species]->matinfo[E->mat].density;
   PetscCall(MPMOptionsReal("-density", "Density, default the material's [kg/m^3]", NULL, E->density, &E->density, NULL));
   PetscCall(MPMOptionsInt("-ppc", "Particles per cell along each axis [-]", NULL, E->ppc, &E->ppc, NULL));

@@ -5,12 +5,40 @@
 #include <string.h>
 #include <unistd.h>
 #include <yaml.h>
+#include <hdf5.h>
 
 static const char help[] = "granular-mpm: distributed explicit material point method for granular flows.\n"
                            "Usage: mpiexec -n N granular-mpm -options_file_yaml inputs/<deck>.yaml [-option value ...]\n"
                            "Every option below can be set in the deck and overridden on the command line.\n\n";
 
+/* What a bare run, -h and --help print: enough to start, and where the
+ * rest is (-help with a deck lists every option of that deck's objects). */
+static const char usage[] =
+  "granular-mpm: distributed material point method (and position-based grains) for granular flows.\n"
+  "\n"
+  "Usage:\n"
+  "  mpiexec -n N granular-mpm -options_file_yaml DECK.yaml [-option value ...]\n"
+  "  granular-mpm -options_file_yaml DECK.yaml -help   every option of that deck, with units and defaults\n"
+  "  granular-mpm --version                             version, commit and libraries\n"
+  "\n"
+  "A deck is a YAML mapping of options; every option can be overridden on the command line.\n"
+  "Decks to start from: inputs/ in the source tree, or share/granular-mpm/inputs/ under the install prefix.\n"
+  "Frequent options:\n"
+  "  -output_dir DIR       where frames, history.csv, summary.json and checkpoints go\n"
+  "  -t_end T [s]          simulated time;  -output_dt T [s]: time between output frames\n"
+  "  -monitor N            a progress line every N steps\n"
+  "  -integrator NAME      explicit, implicit, semi_implicit, mixture, nonsmooth, pbd\n"
+  "  -restart latest       continue from the latest checkpoint in -output_dir\n"
+  "Documentation: docs/user-guide.md (options), docs/gallery.md (every shipped deck), docs/architecture.md.\n";
+
 static PetscBool in_setup = PETSC_FALSE;
+
+/* Before MPI starts, Open MPI's environment names the rank. */
+static int IsRankZero(void)
+{
+  const char *rank = getenv("OMPI_COMM_WORLD_RANK");
+  return !rank || !strcmp(rank, "0");
+}
 
 /* Reading the deck fails on bad input; every rank reads the same values, so
  * every rank fails alike.  Print the one message that names the option
@@ -159,26 +187,51 @@ static int CheckYamlDeck(const char *path, char *msg, size_t len)
  * the rank before MPI starts). */
 static int CheckDeckFiles(int argc, char **argv)
 {
-  const char *rank = getenv("OMPI_COMM_WORLD_RANK");
-  char        msg[1024];
+  char msg[1024];
   for (int i = 1; i + 1 < argc; i++) {
     if (strcmp(argv[i], "-options_file_yaml") && strcmp(argv[i], "-options_file")) continue;
     if (access(argv[i + 1], R_OK) == 0) {
       if (strcmp(argv[i], "-options_file_yaml") || CheckYamlDeck(argv[i + 1], msg, sizeof(msg))) continue;
-      if (!rank || !strcmp(rank, "0")) fprintf(stderr, "granular-mpm: error: -options_file_yaml %s\n", msg);
+      if (IsRankZero()) fprintf(stderr, "granular-mpm: error: -options_file_yaml %s\n", msg);
       return 1;
     }
-    if (!rank || !strcmp(rank, "0")) fprintf(stderr, "granular-mpm: error: %s %s: cannot read the deck file\n", argv[i], argv[i + 1]);
+    if (IsRankZero()) fprintf(stderr, "granular-mpm: error: %s %s: cannot read the deck file\n", argv[i], argv[i + 1]);
     return 1;
   }
   return 0;
+}
+
+/* --version, -h, --help and a bare run are answered before MPI starts: they
+ * need no deck (and a bare run would otherwise end in "-materials is
+ * required").  Returns -1 to go on, else the exit code. */
+static int Informational(int argc, char **argv)
+{
+  if (argc == 1) {
+    if (IsRankZero()) fputs(usage, stderr);
+    return 1;
+  }
+  for (int i = 1; i < argc; i++) {
+    if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+      if (IsRankZero()) fputs(usage, stdout);
+      return 0;
+    }
+    if (!strcmp(argv[i], "--version")) {
+      if (IsRankZero())
+        printf("granular-mpm %s\nPETSc %d.%d.%d, HDF5 %d.%d.%d (parallel), MPI %d.%d%s\n", MPMVersion(), PETSC_VERSION_MAJOR, PETSC_VERSION_MINOR, PETSC_VERSION_SUBMINOR,
+               H5_VERS_MAJOR, H5_VERS_MINOR, H5_VERS_RELEASE, MPI_VERSION, MPI_SUBVERSION, MPMHaveCatalyst() ? ", ParaView Catalyst" : "");
+      return 0;
+    }
+  }
+  return -1;
 }
 
 int main(int argc, char **argv)
 {
   MPMSim         sim = NULL;
   PetscErrorCode ierr;
+  const int      info = Informational(argc, argv);
 
+  if (info >= 0) return info;
   if (CheckDeckFiles(argc, argv)) return 1;
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));

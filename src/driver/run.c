@@ -54,13 +54,15 @@ static PetscErrorCode CheckUniqueNames(MPMSim sim)
  * must reach t_end in a plausible number of steps and frames. */
 static PetscErrorCode CheckTimeScales(MPMSim sim)
 {
-  const double dt = sim->integ->ops.stable_dt(sim->integ, sim, 0.0), steps = sim->t_end / dt, frames = sim->t_end / sim->output_dt;
+  MPMDtLimit   why = MPM_DT_MAX;
+  const double dt = sim->integ->ops.stable_dt(sim->integ, sim, 0.0, &why), steps = sim->t_end / dt, frames = sim->t_end / sim->output_dt;
   const double most_steps = sim->max_steps >= 0 ? PetscMin(steps, (double)sim->max_steps) : steps;
 
   PetscFunctionBeginUser;
   PetscCheck(dt >= 1e-9 && isfinite(dt), sim->comm, PETSC_ERR_USER_INPUT,
-             "The largest stable time step is %g s (below 1e-9 s): check -dt, -dt_max, -cfl_elastic and the materials' -*_youngs_modulus and -*_density", dt);
-  PetscCheck(most_steps <= 1e9, sim->comm, PETSC_ERR_USER_INPUT, "-t_end %g s needs at least %g steps of %g s (more than 1e9); shorten -t_end or set -max_steps", sim->t_end, steps, dt);
+             "The largest stable time step is %g s (below 1e-9 s, set by %s): check -dt, -dt_max, -cfl_elastic and the materials' -*_youngs_modulus and -*_density", dt, MPMDtLimitNames[why]);
+  PetscCheck(most_steps <= 1e9, sim->comm, PETSC_ERR_USER_INPUT, "-t_end %g s needs at least %g steps of %g s (more than 1e9; the step is set by %s); shorten -t_end or set -max_steps", sim->t_end, steps, dt,
+             MPMDtLimitNames[why]);
   PetscCheck(frames <= 1e6, sim->comm, PETSC_ERR_USER_INPUT, "-output_dt %g s gives %g frames up to -t_end %g s (more than 1e6)", sim->output_dt, frames, sim->t_end);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -145,8 +147,9 @@ static PetscErrorCode Progress(MPMSim sim)
   PetscFunctionBeginUser;
   PetscCall(PetscTime(&now));
   const double wall = now - sim->wall_start;
-  double       eta  = sim->t > 0 ? wall * (sim->t_end - sim->t) / sim->t : 0;
-  if (sim->max_steps >= 0 && sim->step > 0) eta = PetscMin(eta, wall * (sim->max_steps - sim->step) / sim->step);
+  const double done = sim->t - sim->t_run_start; /* since this process started (a restart starts late) */
+  double       eta  = done > 0 ? wall * (sim->t_end - sim->t) / done : 0;
+  if (sim->max_steps >= 0 && sim->step > sim->step_run_start) eta = PetscMin(eta, wall * (sim->max_steps - sim->step) / (sim->step - sim->step_run_start));
   PetscCall(PetscPrintf(sim->comm, "frame %4" PetscInt_FMT "/%-4.0f step %8" PetscInt_FMT "  t %.5e s  dt %.3e s  particles %lld  wall %.1f s  eta %.1f s\n", sim->frame - 1, nframes,
                         sim->step, sim->t, sim->dt, (long long)sim->n_global, wall, eta));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -182,6 +185,31 @@ static double InitialSpeed(MPMSim sim)
   return sqrt(vmax2);
 }
 
+/* Plausibility (a warning): particles seeded inside a solid object are
+ * pushed out violently at the first step. */
+static PetscErrorCode WarnSeededInside(MPMSim sim)
+{
+  MPMColliders c = sim->colliders;
+  double      *count;
+
+  PetscFunctionBeginUser;
+  if (c->nobj == c->nwalls) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscCalloc1(c->nobj, &count));
+  for (PetscInt s = 0; s < sim->nspecies; s++) {
+    const MPMParticles *p = &sim->species[s]->p;
+    const double       *x = MPMFieldReal(p, p->f_x);
+    for (PetscInt i = 0; i < p->n; i++) {
+      const PetscInt o = MPMCollidersSolidAt(c, s, &x[i * sim->dim]);
+      if (o >= 0) count[o] += 1;
+    }
+  }
+  PetscCall(MPMGlobalSum(sim->comm, count, c->nobj));
+  for (PetscInt o = c->nwalls; o < c->nobj; o++)
+    if (count[o] > 0) PetscCall(MPMWarn(sim->comm, "%.0f particles were seeded inside object '%s': they will be pushed out at the first step (check the regions against -%s_*)", count[o], c->obj[o].name, c->obj[o].name));
+  PetscCall(PetscFree(count));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* Seed, migrate once (seeding is per slab, this only checks), first dt. */
 static PetscErrorCode InitialState(MPMSim sim)
 {
@@ -189,17 +217,22 @@ static PetscErrorCode InitialState(MPMSim sim)
 
   PetscFunctionBeginUser;
   PetscCall(MPMSeedRegions(sim));
+  PetscCall(WarnSeededInside(sim));
   PetscCall(MPMMaterialsInitialState(sim));
   PetscCall(MPMMigrate(sim, &red));
-  red.wmax  = MPMBalanceRankWork(sim);
-  red.dt    = sim->integ->ops.stable_dt(sim->integ, sim, InitialSpeed(sim));
-  red.flags = 0;
+  MPMDtLimit why = MPM_DT_MAX;
+  red.wmax      = MPMBalanceRankWork(sim);
+  red.vmax      = InitialSpeed(sim);
+  red.dt        = sim->integ->ops.stable_dt(sim->integ, sim, red.vmax, &why);
+  red.dt_limit  = why;
+  red.flags     = 0;
   PetscCall(MPMGlobalStepReduce(sim->comm, &red));
   PetscCheck(red.outside == 0, sim->comm, PETSC_ERR_USER_INPUT, "Particle %lld was seeded outside the domain at (%g, %g, %g)", (long long)red.bad_id, red.bad_x[0], red.bad_x[1],
              red.bad_x[2]);
   sim->n_global      = red.n;
   sim->imbalance     = MPMBalanceImbalance(sim, &red);
   sim->dt            = red.dt;
+  sim->dt_limit      = (MPMDtLimit)red.dt_limit;
   sim->t_next_output = sim->output_dt;
   if (sim->sort_interval) PetscCall(MPMSortParticles(sim));
   PetscCall(PetscInfo(NULL, "Seeded %lld particles, first dt %g s\n", (long long)sim->n_global, sim->dt));
@@ -263,6 +296,36 @@ static PetscErrorCode CheckInvariants(MPMSim sim, const MPMStepReduction *red, i
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* -monitor_wall: rank 0's clock decides (the flag reaches every rank
+ * through the step's reduction, so all print, or compute, alike). */
+static int64_t MonitorFlag(const MPMSim sim)
+{
+  PetscLogDouble now;
+  if (sim->monitor_wall <= 0 || sim->rank != 0 || PetscTime(&now)) return 0;
+  return now - sim->monitor_last >= sim->monitor_wall ? MPM_FLAG_MONITOR : 0;
+}
+
+/* One line of progress (-monitor N steps, -monitor_wall S seconds): where
+ * the run is, what sets dt, how fast it goes. */
+static PetscErrorCode Monitor(MPMSim sim)
+{
+  MPMDiagnostics d;
+  PetscLogDouble now;
+
+  PetscFunctionBeginUser;
+  if (!((sim->monitor > 0 && sim->step % sim->monitor == 0) || (sim->step_flags & MPM_FLAG_MONITOR))) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(MPMComputeDiagnostics(sim, &d));
+  PetscCall(PetscTime(&now));
+  const double wall = now - sim->wall_start, done = sim->t - sim->t_run_start;
+  const double eta  = done > 0 ? wall * (sim->t_end - sim->t) / done : 0;
+  PetscCall(PetscPrintf(sim->comm,
+                        "step %8" PetscInt_FMT "  t %.5e s  dt %.3e s (%s; next %.3e s, %s)  KE %.4e J  vmax %.3e m/s  particles %lld  imbalance %.2f  wall %.1f s  %.3g steps/s  eta %.0f s\n",
+                        sim->step, sim->t, sim->dt_taken_last, MPMDtLimitNames[sim->step_limit], sim->dt, MPMDtLimitNames[sim->dt_limit], d.ke, sim->vmax, (long long)d.n, sim->imbalance,
+                        wall, wall > 0 ? (sim->step - sim->step_run_start) / wall : 0.0, eta));
+  sim->monitor_last = now;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* One step: the integrator moves the particles; then inflow, migration,
  * sorting and the step's one reduction (next dt, count, signals, work). */
 static PetscErrorCode Step(MPMSim sim)
@@ -270,22 +333,28 @@ static PetscErrorCode Step(MPMSim sim)
   MPMStepReduction red;
   double           dt = sim->dt, vmax = 0;
   int64_t          emitted;
+  MPMDtLimit       why = sim->dt_limit;
 
   PetscFunctionBeginUser;
-  /* land exactly on output times and on t_end */
-  dt = PetscMin(dt, sim->t_next_output - sim->t);
-  dt = PetscMin(dt, sim->t_end - sim->t);
+  /* the stable range, before landing exactly on output times and on t_end */
+  sim->dt_lo = sim->step == 0 ? dt : PetscMin(sim->dt_lo, dt);
+  sim->dt_hi = PetscMax(sim->dt_hi, dt);
+  dt         = MPMDtMin(dt, &why, sim->t_next_output - sim->t, MPM_DT_OUTPUT);
+  dt         = MPMDtMin(dt, &why, sim->t_end - sim->t, MPM_DT_T_END);
   for (;;) { /* an implicit solve that fails is retried with half the step */
     sim->dt              = dt;
     sim->integ->rejected = PETSC_FALSE;
     PetscCall(sim->integ->ops.step(sim->integ, sim, dt, &vmax));
     if (!sim->integ->rejected) break;
     dt *= 0.5;
+    why = MPM_DT_RETRY;
   }
   sim->t += dt;
   sim->step++;
-  sim->dt_lo = sim->step == 1 ? dt : PetscMin(sim->dt_lo, dt);
-  sim->dt_hi = PetscMax(sim->dt_hi, dt);
+  sim->step_limit    = why;
+  sim->dt_taken_last = dt;
+  sim->dt_taken_lo = sim->step == 1 ? dt : PetscMin(sim->dt_taken_lo, dt);
+  sim->dt_count[why] += 1;
   sim->particle_steps += (double)sim->n_global;
   PetscCall(MPMEmittersStep(sim, sim->t, &emitted));
   for (PetscInt e = 0; e < sim->nem; e++) vmax = PetscMax(vmax, sim->em[e].speed);
@@ -293,13 +362,18 @@ static PetscErrorCode Step(MPMSim sim)
   if (sim->integ->ops.after_migrate) PetscCall(sim->integ->ops.after_migrate(sim->integ, sim, &red));
   red.wmax = MPMBalanceRankWork(sim);
   if (sim->sort_interval && sim->step % sim->sort_interval == 0) PetscCall(MPMSortParticles(sim));
-  red.dt    = sim->integ->ops.stable_dt(sim->integ, sim, vmax);
-  red.flags = MPMCheckpointLocalFlags(sim);
+  why          = MPM_DT_MAX;
+  red.vmax     = vmax;
+  red.dt       = sim->integ->ops.stable_dt(sim->integ, sim, vmax, &why);
+  red.dt_limit = why;
+  red.flags    = MPMCheckpointLocalFlags(sim) | MonitorFlag(sim);
   PetscCall(MPMGlobalStepReduce(sim->comm, &red));
   sim->step_flags = red.flags;
   PetscCall(CheckInvariants(sim, &red, emitted));
   sim->n_emitted += emitted;
-  sim->dt = red.dt;
+  sim->dt       = red.dt;
+  sim->dt_limit = (MPMDtLimit)red.dt_limit;
+  sim->vmax     = red.vmax;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -347,12 +421,16 @@ PetscErrorCode MPMRun(MPMSim sim)
   PetscCall(PetscTime(&sim->wall_start));
   PetscCall(StartState(sim));
   PetscCall(PetscTime(&t0));
+  sim->t_run_start    = sim->t;
+  sim->step_run_start = sim->step;
+  sim->monitor_last   = t0;
   while (!stop && sim->t < sim->t_end * (1 - 1e-12) && (sim->max_steps < 0 || sim->step < sim->max_steps)) {
     PetscCall(Step(sim));
     if (sim->exit_code == MPM_EXIT_NONFINITE) break; /* the final frame below shows the state */
     PetscCall(MPMBalanceAfterStep(sim));
     PetscCall(MPMCatalystCoProcess(sim));
     PetscCall(OutputAfterStep(sim, &t0));
+    PetscCall(Monitor(sim));
     PetscCall(MPMCheckpointAfterStep(sim, &stop));
   }
   PetscCall(PetscTime(&t1));

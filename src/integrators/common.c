@@ -150,13 +150,20 @@ double MPMIntegratorStiffening(MPMSpecies *sp, const MPMStressFields *f)
  * materials' stiffening, snow's hardening) and the user maximum (or the
  * fixed -dt).  fields: one per species.  This rank's value: the driver
  * takes the minimum over ranks. */
-double MPMIntegratorExplicitDt(const MPMSim sim, const MPMStressFields *fields, double wave_speed, double cfl_elastic, double vmax)
+/* -dt given: 0 if not. */
+double MPMIntegratorFixedDt(const MPMSim sim, MPMDtLimit *why)
 {
-  if (sim->dt_fixed > 0) return sim->dt_fixed;
+  *why = sim->dt_fixed > 0 ? MPM_DT_FIXED : MPM_DT_MAX;
+  return sim->dt_fixed > 0 ? sim->dt_fixed : 0.0;
+}
+
+double MPMIntegratorExplicitDt(const MPMSim sim, const MPMStressFields *fields, double wave_speed, double cfl_elastic, double vmax, MPMDtLimit *why)
+{
+  if (MPMIntegratorFixedDt(sim, why) > 0) return sim->dt_fixed;
   double dt = sim->dt_max, stiff = 1;
   for (PetscInt s = 0; s < sim->nspecies; s++) stiff = PetscMax(stiff, MPMIntegratorStiffening(sim->species[s], &fields[s]));
-  if (vmax > 0) dt = PetscMin(dt, sim->cfl * sim->layout.h / vmax);
-  if (wave_speed > 0) dt = PetscMin(dt, cfl_elastic * sim->layout.h / (wave_speed * sqrt(stiff)));
+  if (vmax > 0) dt = MPMDtMin(dt, why, sim->cfl * sim->layout.h / vmax, MPM_DT_CFL);
+  if (wave_speed > 0) dt = MPMDtMin(dt, why, cfl_elastic * sim->layout.h / (wave_speed * sqrt(stiff)), stiff > 1 ? MPM_DT_HARDENED : MPM_DT_ELASTIC);
   return dt;
 }
 
@@ -327,7 +334,7 @@ PetscInt MPMStepControlAccept(MPMStepControl *sc, double dt)
   return h;
 }
 
-double MPMStepControlDt(const MPMStepControl *sc, double dt) { return PetscMin(dt, sc->dt_cap); }
+double MPMStepControlDt(const MPMStepControl *sc, double dt, MPMDtLimit *why) { return MPMDtMin(dt, why, sc->dt_cap, MPM_DT_SOLVER); }
 
 void MPMStepControlGetState(const MPMStepControl *sc, double *state)
 {

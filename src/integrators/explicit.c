@@ -83,10 +83,10 @@ static PetscErrorCode ExplicitSetUp(MPMIntegrator integ, MPMSim sim)
 }
 
 /* The stable step of the explicit stress update (common.c). */
-static double ExplicitStableDt(MPMIntegrator integ, const MPMSim sim, double vmax)
+static double ExplicitStableDt(MPMIntegrator integ, const MPMSim sim, double vmax, MPMDtLimit *why)
 {
   const Explicit *ex = (const Explicit *)integ->data;
-  return MPMIntegratorExplicitDt(sim, ex->fields, ex->wave_speed, ex->cfl_elastic, vmax);
+  return MPMIntegratorExplicitDt(sim, ex->fields, ex->wave_speed, ex->cfl_elastic, vmax, why);
 }
 
 /* ----------------------------------------------------------------- step */

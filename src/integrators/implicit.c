@@ -735,12 +735,12 @@ static PetscErrorCode ImplicitSetUp(MPMIntegrator integ, MPMSim sim)
 
 /* CFL on the particle velocity; no elastic wave limit.  This rank's value:
  * the driver takes the minimum over ranks. */
-static double ImplicitStableDt(MPMIntegrator integ, const MPMSim sim, double vmax)
+static double ImplicitStableDt(MPMIntegrator integ, const MPMSim sim, double vmax, MPMDtLimit *why)
 {
   Implicit *im = (Implicit *)integ->data;
-  if (sim->dt_fixed > 0) return sim->dt_fixed;
-  double dt = MPMStepControlDt(&im->sc, sim->dt_max);
-  if (vmax > 0) dt = PetscMin(dt, sim->cfl * sim->layout.h / vmax);
+  if (MPMIntegratorFixedDt(sim, why) > 0) return sim->dt_fixed;
+  double dt = MPMStepControlDt(&im->sc, sim->dt_max, why);
+  if (vmax > 0) dt = MPMDtMin(dt, why, sim->cfl * sim->layout.h / vmax, MPM_DT_CFL);
   return dt;
 }
 

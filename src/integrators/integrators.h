@@ -44,8 +44,9 @@ typedef struct {
   /* After materials, colliders, regions and emitters: declare particle and
    * grid fields, create solvers, refuse what it cannot do. */
   PetscErrorCode (*setup)(MPMIntegrator integ, MPMSim sim);
-  /* Largest stable step for the next step, given the fastest particle [s]. */
-  double (*stable_dt)(MPMIntegrator integ, const MPMSim sim, double vmax);
+  /* Largest stable step for the next step, given the fastest particle [s];
+   * *why: the limit that set it (starts at MPM_DT_MAX). */
+  double (*stable_dt)(MPMIntegrator integ, const MPMSim sim, double vmax, MPMDtLimit *why);
   /* Advance every species from t to t + dt; *vmax: fastest particle after.
    * An integrator whose solver failed leaves every particle and object as
    * it was and sets integ->rejected: the driver retries with dt / 2 (the
@@ -93,7 +94,8 @@ PetscErrorCode MPMIntegratorStressFields(MPMSpecies *sp, MPMStressFields *f);
 PetscErrorCode MPMIntegratorCommit(MPMSpecies *sp, const MPMStressFields *f);
 double         MPMIntegratorStiffening(MPMSpecies *sp, const MPMStressFields *f);
 double         MPMIntegratorWaveSpeed(const MPMSim sim);
-double         MPMIntegratorExplicitDt(const MPMSim sim, const MPMStressFields *fields, double wave_speed, double cfl_elastic, double vmax);
+double         MPMIntegratorExplicitDt(const MPMSim sim, const MPMStressFields *fields, double wave_speed, double cfl_elastic, double vmax, MPMDtLimit *why);
+double         MPMIntegratorFixedDt(const MPMSim sim, MPMDtLimit *why);
 MPMParticleView MPMIntegratorView(MPMSpecies *sp, const MPMStressFields *f, PetscBool affine);
 PetscErrorCode  MPMIntegratorP2G(MPMSpecies *sp, const MPMParticleView *v, double dt);
 PetscErrorCode  MPMIntegratorG2P(MPMSpecies *sp, MPMParticleView *v, double dt, double flip, double rest, double *vmax);
@@ -119,7 +121,7 @@ typedef struct {
 void      MPMStepControlInit(MPMStepControl *sc, PetscInt max_halvings);
 PetscBool MPMStepControlFail(MPMStepControl *sc, double dt);   /* a failed step of size dt: PETSC_FALSE when no halving is left */
 PetscInt  MPMStepControlAccept(MPMStepControl *sc, double dt); /* a step that worked: returns the halvings it took */
-double    MPMStepControlDt(const MPMStepControl *sc, double dt); /* dt capped */
+double    MPMStepControlDt(const MPMStepControl *sc, double dt, MPMDtLimit *why); /* dt capped (*why MPM_DT_SOLVER if the cap won) */
 void      MPMStepControlGetState(const MPMStepControl *sc, double *state); /* 2 values */
 void      MPMStepControlSetState(MPMStepControl *sc, const double *state, PetscBool has_ref);
 

@@ -213,13 +213,14 @@ static PetscErrorCode MixtureDestroy(MPMIntegrator integ)
 
 /* As the explicit integrator's (common.c): CFL, the elastic limit of the
  * stiffest material (the water's sound speed, usually), the user's maximum. */
-static double MixtureStableDt(MPMIntegrator integ, const MPMSim sim, double vmax)
+static double MixtureStableDt(MPMIntegrator integ, const MPMSim sim, double vmax, MPMDtLimit *why)
 {
   const Mixture *mx = (const Mixture *)integ->data;
-  if (mx->stress == MIXTURE_STRESS_EXPLICIT || sim->dt_fixed > 0) return MPMIntegratorExplicitDt(sim, mx->fields, mx->wave_speed, mx->cfl_elastic, vmax);
+  if (mx->stress == MIXTURE_STRESS_EXPLICIT || sim->dt_fixed > 0) return MPMIntegratorExplicitDt(sim, mx->fields, mx->wave_speed, mx->cfl_elastic, vmax, why);
   /* implicit: CFL on the particles, the user's maximum, the cap after a failed solve */
-  double dt = MPMStepControlDt(&mx->sc, sim->dt_max);
-  if (vmax > 0) dt = PetscMin(dt, sim->cfl * sim->layout.h / vmax);
+  *why      = MPM_DT_MAX;
+  double dt = MPMStepControlDt(&mx->sc, sim->dt_max, why);
+  if (vmax > 0) dt = MPMDtMin(dt, why, sim->cfl * sim->layout.h / vmax, MPM_DT_CFL);
   return dt;
 }
 

@@ -230,16 +230,16 @@ static PetscErrorCode NonsmoothSetUp(MPMIntegrator integ, MPMSim sim)
 
 /* No elastic limit: CFL on the fastest particle, material at rest falling
  * at most cfl_gravity cells, the user's maximum. */
-static double NonsmoothStableDt(MPMIntegrator integ, const MPMSim sim, double vmax)
+static double NonsmoothStableDt(MPMIntegrator integ, const MPMSim sim, double vmax, MPMDtLimit *why)
 {
   const Nonsmooth *ns = (const Nonsmooth *)integ->data;
   const double     h  = sim->layout.h;
-  double           dt = sim->dt_fixed > 0 ? sim->dt_fixed : sim->dt_max, g = 0;
-  if (sim->dt_fixed > 0) return dt;
+  double           dt = sim->dt_max, g = 0;
+  if (MPMIntegratorFixedDt(sim, why) > 0) return sim->dt_fixed;
   for (PetscInt a = 0; a < sim->dim; a++) g += sim->gravity[a] * sim->gravity[a];
-  if (g > 0) dt = PetscMin(dt, sqrt(ns->cfl_gravity * h / sqrt(g)));
+  if (g > 0) dt = MPMDtMin(dt, why, sqrt(ns->cfl_gravity * h / sqrt(g)), MPM_DT_GRAVITY);
   vmax = PetscMax(vmax, MPMCollidersBodiesSpeed(sim->colliders));
-  if (vmax > 0) dt = PetscMin(dt, sim->cfl * h / vmax);
+  if (vmax > 0) dt = MPMDtMin(dt, why, sim->cfl * h / vmax, MPM_DT_CFL);
   return dt;
 }
 

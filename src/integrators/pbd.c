@@ -207,12 +207,12 @@ static PetscErrorCode PBDSetUp(MPMIntegrator integ, MPMSim sim)
 }
 
 /* A grain moves at most -cfl of the smallest radius per substep. */
-static double PBDStableDt(MPMIntegrator integ, const MPMSim sim, double vmax)
+static double PBDStableDt(MPMIntegrator integ, const MPMSim sim, double vmax, MPMDtLimit *why)
 {
   const PBD *pb = (const PBD *)integ->data;
-  if (sim->dt_fixed > 0) return sim->dt_fixed;
+  if (MPMIntegratorFixedDt(sim, why) > 0) return sim->dt_fixed;
   double dt = sim->dt_max;
-  if (vmax > 0) dt = PetscMin(dt, pb->substeps * sim->cfl * pb->rmin / vmax);
+  if (vmax > 0) dt = MPMDtMin(dt, why, pb->substeps * sim->cfl * pb->rmin / vmax, MPM_DT_CFL);
   return dt;
 }
 

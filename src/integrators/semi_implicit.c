@@ -735,16 +735,16 @@ static PetscErrorCode SemiSetUp(MPMIntegrator integ, MPMSim sim)
 /* CFL on the particle velocity and the limit on hardened material
  * (-semi_implicit_cfl_elastic).  This rank's value: the driver takes the
  * minimum over ranks. */
-static double SemiStableDt(MPMIntegrator integ, const MPMSim sim, double vmax)
+static double SemiStableDt(MPMIntegrator integ, const MPMSim sim, double vmax, MPMDtLimit *why)
 {
   Semi *se = (Semi *)integ->data;
-  if (sim->dt_fixed > 0) return sim->dt_fixed;
-  double dt = MPMStepControlDt(&se->sc, sim->dt_max);
-  if (vmax > 0) dt = PetscMin(dt, sim->cfl * sim->layout.h / vmax);
+  if (MPMIntegratorFixedDt(sim, why) > 0) return sim->dt_fixed;
+  double dt = MPMStepControlDt(&se->sc, sim->dt_max, why);
+  if (vmax > 0) dt = MPMDtMin(dt, why, sim->cfl * sim->layout.h / vmax, MPM_DT_CFL);
   if (se->wave_speed > 0) {
     double stiff = 0; /* 0: no hardening material, no limit */
     for (PetscInt s = 0; s < sim->nspecies; s++) stiff = PetscMax(stiff, MPMIntegratorStiffening(sim->species[s], &se->s[s].f));
-    if (stiff > 0) dt = PetscMin(dt, se->cfl_hardened * sim->layout.h / (se->wave_speed * sqrt(stiff)));
+    if (stiff > 0) dt = MPMDtMin(dt, why, se->cfl_hardened * sim->layout.h / (se->wave_speed * sqrt(stiff)), MPM_DT_HARDENED);
   }
   return dt;
 }

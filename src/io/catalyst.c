@@ -189,6 +189,15 @@ static PetscErrorCode ReadOptions(MPMSim sim, char **scripts, PetscInt *n)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+PetscBool MPMHaveCatalyst(void)
+{
+#if defined(MPM_HAVE_CATALYST)
+  return PETSC_TRUE;
+#else
+  return PETSC_FALSE;
+#endif
+}
+
 PetscErrorCode MPMCatalystSetUp(MPMSim sim)
 {
   char    *scripts[MPM_MAX_NAMES];

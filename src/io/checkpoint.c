@@ -201,6 +201,11 @@ static PetscErrorCode WriteState(MPMSim sim, hid_t file)
     const int64_t sm[2] = {sim->n_split, sim->n_merged}; /* split halves' ids count on from n_split */
     PetscCall(MPMH5WriteAttr(file, "particles_split_merged", H5T_NATIVE_INT64, 2, sm));
   }
+  {
+    double lim[MPM_DT_NREASONS + 2] = {(double)sim->dt_limit, sim->dt_taken_lo};
+    for (int k = 0; k < MPM_DT_NREASONS; k++) lim[k + 2] = sim->dt_count[k];
+    PetscCall(MPMH5WriteAttr(file, "dt_limit_takenmin_counts", H5T_NATIVE_DOUBLE, MPM_DT_NREASONS + 2, lim));
+  }
   PetscCall(WriteTotals(sim, file));
   for (PetscInt e = 0; e < sim->nem; e++) layers[e] = sim->em[e].layers;
   layers[sim->nem] = sim->nem;
@@ -520,6 +525,13 @@ static PetscErrorCode ReadState(MPMSim sim, hid_t file, const char *what, int64_
     PetscCall(MPMH5ReadAttr(file, "particles_split_merged", H5T_NATIVE_INT64, 2, sm, what));
     sim->n_split  = sm[0];
     sim->n_merged = sm[1];
+  }
+  if (H5Aexists(file, "dt_limit_takenmin_counts") > 0) { /* checkpoints before 2026-11-26 have none: the counts restart at 0 */
+    double lim[MPM_DT_NREASONS + 2];
+    PetscCall(MPMH5ReadAttr(file, "dt_limit_takenmin_counts", H5T_NATIVE_DOUBLE, MPM_DT_NREASONS + 2, lim, what));
+    sim->dt_limit    = (MPMDtLimit)lim[0];
+    sim->dt_taken_lo = lim[1];
+    for (int k = 0; k < MPM_DT_NREASONS; k++) sim->dt_count[k] = lim[k + 2];
   }
   PetscCall(ReadTotals(sim, file, what));
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -316,12 +316,27 @@ static PetscErrorCode JsonFiniteNumbers(char *text, size_t len)
 
 /* The integrator's run totals as summary.json lines ("integrator_<name>"),
  * none for an integrator without statistics. */
+/* The steps taken per limit that set them (what to change to go faster:
+ * -cfl, the stiffness, or the output cadence). */
+static PetscErrorCode DtLimits(MPMSim sim, char *buf, size_t len)
+{
+  PetscFunctionBeginUser;
+  PetscCall(PetscSNPrintf(buf, len, "  \"warnings\": %" PetscInt_FMT ",\n  \"dt_taken_min\": %.6g,\n  \"steps_by_dt_limit\": {", MPMWarnings(), sim->step ? sim->dt_taken_lo : 0.0));
+  for (int k = 0, first = 1; k < MPM_DT_NREASONS; k++) {
+    if (sim->dt_count[k] == 0) continue;
+    PetscCall(PetscSNPrintf(buf + strlen(buf), len - strlen(buf), "%s\"%s\": %.0f", first ? "" : ", ", MPMDtLimitNames[k], sim->dt_count[k]));
+    first = 0;
+  }
+  PetscCall(PetscStrlcat(buf, "},\n", len));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode StatsTotals(MPMSim sim, char *buf, size_t len)
 {
   MPMStepStats st;
 
   PetscFunctionBeginUser;
-  buf[0] = 0;
+  PetscCall(DtLimits(sim, buf, len));
   PetscCall(MPMIntegratorStats(sim->integ, &st));
   for (PetscInt i = 0; i < st.n; i++) PetscCall(PetscSNPrintf(buf + strlen(buf), len - strlen(buf), "  \"integrator_%s\": %.10g,\n", st.name[i], st.total[i]));
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -136,6 +136,23 @@ static PetscErrorCode DPCheckHardening(MPMMaterial m, const MPMDruckerPragerPara
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Plausibility: an angle typed in radians (0.55 for 31.5 deg) is the usual
+ * slip; granular friction angles lie between about 15 and 50 deg. */
+static PetscErrorCode DPWarnUnusual(MPMMaterial m, const MPMDruckerPragerParams *p)
+{
+  const double phi = p->h0 * 180 / PETSC_PI;
+  char         opt[MPM_NAME_LEN + 24], hint[128];
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%s_friction_angle", m->name));
+  if (phi > 0 && phi < 1.6) PetscCall(PetscSNPrintf(hint, sizeof(hint), "angles are in degrees (%g rad would be %.1f deg)", phi, phi * 180 / PETSC_PI));
+  else PetscCall(PetscStrncpy(hint, "granular friction angles are about 15 to 50 deg", sizeof(hint)));
+  if (phi > 0) PetscCall(MPMWarnUnusual(PETSC_COMM_WORLD, opt, phi, 5, 70, "deg", hint));
+  PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%s_cohesion", m->name));
+  PetscCall(MPMWarnUnusual(PETSC_COMM_WORLD, opt, p->cohesion, 0, 1e7, "Pa", "cohesion is in Pa (moist sand 0.1-10 kPa, 5 kPa is 5000 Pa)"));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* sqrt(J2) / p on the cone ||dev tau||_F + alpha tr tau <= 0: ||dev tau||_F
  * = sqrt(2 J2) and tr tau = -d p give alpha d / sqrt(2) (2D plane strain:
  * sin phi, 3D compression: 2 sqrt(3) sin phi / (3 - sin phi), Daviet's
@@ -247,6 +264,7 @@ PetscErrorCode MPMMaterialCreate_DruckerPrager(MPMMaterial m, PetscOptionItems *
   p->h1 *= PETSC_PI / 180;
   p->h3 *= PETSC_PI / 180;
   PetscCall(DPCheckHardening(m, p));
+  if (!PetscOptionsObject->printhelp) PetscCall(DPWarnUnusual(m, p));
   PetscCheck(p->cone != MPM_CONE_REPOSE || (p->h0 < PETSC_PI / 4 && !hset), PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT,
              "-%s_cone repose: the repose angle -%s_friction_angle must be below 45 deg (tan(phi) < 1: no tension between grains) and without -%s_hardening, got %g deg", m->name, m->name,
              m->name, p->h0 * 180 / PETSC_PI);

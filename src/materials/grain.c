@@ -37,7 +37,15 @@ PetscErrorCode MPMMaterialCreate_Grain(MPMMaterial m, PetscOptionItems *PetscOpt
   PetscCall(MPMOptionsReal("-static_friction", "Static friction coefficient mu_s: a contact whose slip is below mu_s x penetration holds [-]", NULL, g->mu_s, &g->mu_s, NULL));
   PetscCall(MPMOptionsReal("-kinetic_friction", "Kinetic friction coefficient mu_k <= mu_s: a sliding contact loses mu_k x penetration of its slip [-]", NULL, g->mu_k, &g->mu_k, NULL));
   PetscCheck(m->density > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_density must be > 0 kg/m^3, got %g", m->name, m->density);
-  if (!PetscOptionsObject->printhelp) PetscCall(GrainCheck(g, rset, m->name, PETSC_COMM_WORLD));
+  if (!PetscOptionsObject->printhelp) {
+    char opt[MPM_NAME_LEN + 16];
+    PetscCall(GrainCheck(g, rset, m->name, PETSC_COMM_WORLD));
+    PetscCall(MPMMaterialWarnDensity(m));
+    PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%s_radius", m->name));
+    PetscCall(MPMWarnUnusual(PETSC_COMM_WORLD, opt, g->radius, 1e-5, 0.5, "m", "lengths are in m (a 2 mm grain is 0.002 m)"));
+    PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%s_static_friction", m->name));
+    PetscCall(MPMWarnUnusual(PETSC_COMM_WORLD, opt, g->mu_s, 0, 2, "", "a coefficient, tan of the friction angle (30 deg is 0.58)"));
+  }
   m->flags          = MPM_MATERIAL_GRAIN;
   m->ops.wave_speed = NULL; /* no elastic waves: the position-based solver has no stiffness limit */
   m->no_trial_stress = "grains have no stress (-integrator pbd)";

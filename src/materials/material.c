@@ -30,6 +30,29 @@ PetscErrorCode MPMMaterialRegisterAll(void)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Plausibility (warnings, not errors): a density or modulus typed in the
+ * wrong units is the usual slip. */
+PetscErrorCode MPMMaterialWarnDensity(const MPMMaterial m)
+{
+  char opt[MPM_NAME_LEN + 16];
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%s_density", m->name));
+  PetscCall(MPMWarnUnusual(PETSC_COMM_WORLD, opt, m->density, 50, 2.5e4, "kg/m^3", "densities are in kg/m^3 (snow 100-900, sand 1500-2100, 2.65 g/cm^3 is 2650 kg/m^3)"));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode WarnElastic(const MPMMaterial m)
+{
+  char opt[MPM_NAME_LEN + 16];
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMMaterialWarnDensity(m));
+  PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%s_youngs_modulus", m->name));
+  PetscCall(MPMWarnUnusual(PETSC_COMM_WORLD, opt, m->E, 1e3, 1e12, "Pa", "moduli are in Pa (snow 1.4e5, loose sand 1e6-1e8; 20 MPa is 2e7 Pa)"));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* Density and the two elastic constants every model needs: called by the
  * model's create function, after it has set its defaults (m->density, E,
  * nu: 1600 kg/m^3, 1 MPa, 0.3 unless it changes them). */
@@ -42,6 +65,7 @@ PetscErrorCode MPMMaterialElasticOptions(MPMMaterial m, PetscOptionItems *PetscO
   PetscCheck(m->density > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_density must be > 0 kg/m^3, got %g", m->name, m->density);
   PetscCheck(m->E > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_youngs_modulus must be > 0 Pa, got %g", m->name, m->E);
   PetscCheck(m->nu > -1.0 && m->nu < 0.5, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_poisson_ratio must be in (-1, 0.5), got %g", m->name, m->nu);
+  if (!PetscOptionsObject->printhelp) PetscCall(WarnElastic(m));
   mpm_lame(m->E, m->nu, &m->mu, &m->lambda);
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -136,6 +136,7 @@ PetscErrorCode MPMMaterialRegister(const char *type, MPMMaterialCreateFn create)
 PetscErrorCode MPMMaterialSetUp(MPI_Comm comm, PetscInt dim, const char *name, MPMMaterial *mat);
 PetscErrorCode MPMMaterialDestroy(MPMMaterial *mat);
 PetscErrorCode MPMMaterialElasticOptions(MPMMaterial m, PetscOptionItems *PetscOptionsObject);
+PetscErrorCode MPMMaterialWarnDensity(const MPMMaterial m); /* plausibility warning (usual range, units) */
 double         MPMMaterialWaveSpeedElastic(const MPMMaterial m, double density);
 PetscErrorCode MPMMaterialRequire(const MPMMaterial m, unsigned flags, const char *who);
 

@@ -123,6 +123,7 @@ PetscErrorCode MPMMaterialCreate_Water(MPMMaterial m, PetscOptionItems *PetscOpt
   PetscCall(MPMOptionsReal("-porosity", "Fraction of its particles' volume the water fills: 1 free water, the sand's porosity for water seeded in its pores (-integrator mixture) [-]", NULL,
                            p->porosity, &p->porosity, NULL));
   PetscCheck(m->density > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_density must be > 0 kg/m^3, got %g", m->name, m->density);
+  if (!PetscOptionsObject->printhelp) PetscCall(MPMMaterialWarnDensity(m));
   PetscCheck(p->porosity > 0 && p->porosity <= 1, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_porosity must be in (0, 1], got %g", m->name, p->porosity);
   PetscCheck(p->k > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_bulk_modulus must be > 0 Pa, got %g", m->name, p->k);
   PetscCheck(p->gamma >= 1 && p->gamma <= 20, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_gamma must be in [1, 20], got %g", m->name, p->gamma);
