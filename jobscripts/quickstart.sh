@@ -7,7 +7,8 @@
 # Idempotent: packages already installed and an up-to-date build are reused.
 #
 # Knobs (environment): MPM_BUILD_DIR (default ./build), MPM_JOBS (make -j),
-# MPM_SKIP_APT=1 (never call apt-get; fail if something is missing).
+# MPM_SKIP_APT=1 (never call apt-get; fail if something is missing),
+# MPM_NATIVE (ON: -march=native, the default here; OFF: portable code).
 set -euo pipefail
 
 action=${1:-scene}
@@ -37,7 +38,10 @@ if [ -n "$missing" ]; then
   DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends $missing
 fi
 
-cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+# -march=native: this script builds where it runs.  A build for other
+# machines (a cluster's compute nodes) uses the portable default:
+# MPM_NATIVE=OFF here, or `cmake --preset portable` (docs/install.md).
+cmake -S "$root" -B "$build" -DCMAKE_BUILD_TYPE=Release -DMPM_NATIVE="${MPM_NATIVE:-ON}" >/dev/null
 cmake --build "$build" -j "$jobs"
 
 # Open MPI refuses to run as root without these; 3-rank tests on 2 cores

@@ -55,13 +55,14 @@ static PetscErrorCode CheckScripts(MPMSim sim, char **scripts, PetscInt n)
 }
 
 /* Open the adaptor module: $MPM_CATALYST_MODULE if set, else the one next
- * to the executable, else the one in the build tree.  RTLD_GLOBAL: the
+ * to the executable (the build tree), else the installed one (relative to
+ * the executable: an install can be moved), else the one in the build tree.  RTLD_GLOBAL: the
  * Python extension modules ParaView imports later need libpython's symbols
  * in the global scope.  The module is never closed (Python and VTK do not
  * support being unloaded). */
 static void *OpenModule(char *tried, size_t len)
 {
-  char        exe[PETSC_MAX_PATH_LEN], cand[3][PETSC_MAX_PATH_LEN + 64];
+  char        exe[PETSC_MAX_PATH_LEN], cand[4][PETSC_MAX_PATH_LEN + 64];
   const char *env = getenv("MPM_CATALYST_MODULE");
   ssize_t     k   = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   int         nc  = 0;
@@ -71,7 +72,10 @@ static void *OpenModule(char *tried, size_t len)
     exe[k]      = 0;
     char *slash = strrchr(exe, '/');
     if (slash) *slash = 0;
-    snprintf(cand[nc++], sizeof(cand[0]), "%s/%s", exe, MPM_CATALYST_MODULE);
+    if (snprintf(cand[nc], sizeof(cand[0]), "%s/%s", exe, MPM_CATALYST_MODULE) < (int)sizeof(cand[0])) nc++;
+#if defined(MPM_CATALYST_MODULE_INSTALLED)
+    if (snprintf(cand[nc], sizeof(cand[0]), "%s/%s/%s", exe, MPM_CATALYST_MODULE_INSTALLED, MPM_CATALYST_MODULE) < (int)sizeof(cand[0])) nc++;
+#endif
   }
   snprintf(cand[nc++], sizeof(cand[0]), "%s", MPM_CATALYST_MODULE_BUILT);
   tried[0] = 0;
@@ -79,7 +83,7 @@ static void *OpenModule(char *tried, size_t len)
     void *h = dlopen(cand[i], RTLD_NOW | RTLD_GLOBAL);
     if (h) return h;
     const char *e = dlerror();
-    snprintf(tried + strlen(tried), len - strlen(tried), "\n  %s: %s", cand[i], e ? e : "cannot open");
+    snprintf(tried + strlen(tried), len - strlen(tried), "\n  %.1024s: %.512s", cand[i], e ? e : "cannot open");
   }
   return NULL;
 }
