@@ -88,3 +88,18 @@ def history(outdir):
     with open(os.path.join(outdir, "history.csv")) as f:
         rows = list(csv.DictReader(f))
     return {k: np.array([float(r[k]) for r in rows]) for k in rows[0]} if rows else {}
+
+
+def forces(outdir, name):
+    """forces/<name>.csv (one object: mean force and torque per history row,
+    impulse since the start, |F|, peak |F|) as a dict of numpy arrays."""
+    with open(os.path.join(outdir, "forces", name + ".csv")) as f:
+        rows = list(csv.DictReader(f))
+    return {k: np.array([float(r[k]) for r in rows]) for k in rows[0]} if rows else {}
+
+
+def force_objects(outdir):
+    """Names of the objects with a forces/<name>.csv, the deck's first."""
+    d = os.path.join(outdir, "forces")
+    names = sorted(f[:-4] for f in os.listdir(d) if f.endswith(".csv") and "_until_" not in f) if os.path.isdir(d) else []
+    return [n for n in names if not n.startswith("bc_")] + [n for n in names if n.startswith("bc_")]

@@ -154,6 +154,7 @@ PetscErrorCode MPMCollidersCreate(MPMSim sim)
   PetscCall(PetscCalloc1(c->nobj, &c->obj));
   PetscCall(PetscCalloc1(6 * c->nobj, &c->impulse));
   PetscCall(PetscCalloc1(6 * c->nobj, &c->last));
+  PetscCall(PetscCalloc1(MPM_COLLIDER_TOTALS * c->nobj, &c->total));
   PetscCall(PetscCalloc1(8 * c->nobj, &c->trial));
   PetscCall(PetscCalloc1(6 * c->nobj, &c->mark));
   PetscCall(WallsSetUp(sim, c));
@@ -173,6 +174,7 @@ PetscErrorCode MPMCollidersDestroy(MPMColliders *c)
   PetscCall(PetscFree((*c)->obj));
   PetscCall(PetscFree((*c)->impulse));
   PetscCall(PetscFree((*c)->last));
+  PetscCall(PetscFree((*c)->total));
   PetscCall(PetscFree((*c)->trial));
   PetscCall(PetscFree((*c)->mark));
   PetscCall(PetscFree(*c));
@@ -404,11 +406,27 @@ void MPMCollidersAdvance(MPMColliders c, double dt)
 /* Objects with a column in history.csv: all but those switched off (mode none). */
 PetscBool MPMColliderReported(const MPMCollider *o) { return o->mode != MPM_BC_NONE ? PETSC_TRUE : PETSC_FALSE; }
 
+/* The run totals of one report over `elapsed` seconds ending at t. */
+static void BookTotals(MPMColliders c, const double *ft, double elapsed, double t)
+{
+  for (PetscInt o = 0; o < c->nobj; o++) {
+    const double *f   = ft + 6 * o;
+    double       *tot = c->total + MPM_COLLIDER_TOTALS * o;
+    const double  F   = sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]);
+    for (int k = 0; k < 6; k++) tot[k] += f[k] * elapsed;
+    if (F > tot[6]) {
+      tot[6] = F;
+      tot[7] = t;
+    }
+  }
+}
+
 /* Collective.  ft[6 o ..]: the mean force and torque on object o over the
  * time since the last report (impulse / elapsed time, summed over ranks);
  * starts a new accumulation.  A second report at the same time (a history
- * row and the final frame at one step) repeats the first. */
-PetscErrorCode MPMCollidersReport(MPMColliders c, MPI_Comm comm, double *ft)
+ * row and the final frame at one step) repeats the first
+ * (and adds nothing to the totals). */
+PetscErrorCode MPMCollidersReport(MPMColliders c, MPI_Comm comm, double t, double *ft)
 {
   PetscFunctionBeginUser;
   if (c->elapsed == 0) { /* the same on every rank: no reduction on any */
@@ -422,6 +440,7 @@ PetscErrorCode MPMCollidersReport(MPMColliders c, MPI_Comm comm, double *ft)
     c->impulse[i] = 0;
     c->last[i]    = ft[i];
   }
+  BookTotals(c, ft, c->elapsed, t);
   c->elapsed = 0;
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -32,6 +32,11 @@ struct _p_MPMColliders {
   double      *impulse;
   double       elapsed;
   double      *last; /* the last report (repeated for a second row at the same step) */
+  /* Run totals of the reports, the same on every rank (checkpointed), per
+   * object MPM_COLLIDER_TOTALS values: impulse (3) and angular impulse (3)
+   * since the start [N s, N m s], the largest |force| of a report [N] and
+   * its time [s]: what a barrier must take. */
+  double      *total;
   PetscInt     ndynamic;
   double      *trial; /* per object, this rank's owned nodes, during a solve: impulse (6), contact mass, contact m r^2 */
   double      *mark;  /* impulse before the step's final collision, then the collision's own */
@@ -76,6 +81,7 @@ PetscErrorCode MPMCollidersBodiesRelax(MPMColliders c, MPI_Comm comm);
 void           MPMCollidersBodiesMark(MPMColliders c);
 PetscErrorCode MPMCollidersBodiesSettle(MPMColliders c, MPI_Comm comm);
 double         MPMCollidersBodiesSpeed(MPMColliders c);
-PetscErrorCode MPMCollidersReport(MPMColliders c, MPI_Comm comm, double *ft);
+#define MPM_COLLIDER_TOTALS 8
+PetscErrorCode MPMCollidersReport(MPMColliders c, MPI_Comm comm, double t, double *ft);
 
 #endif

@@ -252,6 +252,7 @@ static PetscErrorCode WriteMethodState(MPMSim sim, MPMH5File *F)
   if (n > 0) PetscCall(MPMH5WriteAttr(F->file, "integrator_state", H5T_NATIVE_DOUBLE, (int)n, state));
   PetscCall(MPMH5WriteAttr(F->file, "collider_elapsed", H5T_NATIVE_DOUBLE, 1, &c->elapsed));
   PetscCall(MPMH5WriteAttr(F->file, "collider_last_report", H5T_NATIVE_DOUBLE, nc, c->last));
+  PetscCall(MPMH5WriteAttr(F->file, "collider_totals", H5T_NATIVE_DOUBLE, MPM_COLLIDER_TOTALS * (int)c->nobj, c->total));
   PetscCall(MPMH5WriteArray(&R, "collider_impulse", H5T_NATIVE_DOUBLE, nc, c->impulse));
   if (c->ndynamic > 0) { /* the dynamic bodies' frames and velocities, the same on every rank */
     double *b;
@@ -617,6 +618,8 @@ static PetscErrorCode ReadMethodState(MPMSim sim, MPMH5File *F, int64_t ranks, c
   }
   PetscCall(MPMH5ReadAttr(F->file, "collider_elapsed", H5T_NATIVE_DOUBLE, 1, &c->elapsed, what));
   PetscCall(MPMH5ReadAttr(F->file, "collider_last_report", H5T_NATIVE_DOUBLE, nc, c->last, what));
+  if (H5Aexists(F->file, "collider_totals") > 0) /* checkpoints before 2026-11-26 have none: the totals restart at 0 */
+    PetscCall(MPMH5ReadAttr(F->file, "collider_totals", H5T_NATIVE_DOUBLE, MPM_COLLIDER_TOTALS * (int)c->nobj, c->total, what));
   PetscCall(PetscFree(rows));
   if (c->ndynamic > 0) {
     double *b;

@@ -165,7 +165,7 @@ static PetscErrorCode HistoryHeader(MPMSim sim, char **header)
  * are not this run's (a run from an older version, or -objects / -bc_*
  * changed), those rows are kept in history_until_<step>.csv and
  * history.csv starts anew (*fresh); also when there is none. */
-static PetscErrorCode TruncateHistoryRank0(MPMSim sim, const char *path, const char *header, PetscBool *fresh)
+static PetscErrorCode TruncateCsvRank0(MPMSim sim, const char *path, const char *header, PetscBool *fresh)
 {
   FILE   *in = fopen(path, "r"), *out;
   char   *line = NULL, tmp[PETSC_MAX_PATH_LEN + 8], keep[PETSC_MAX_PATH_LEN];
@@ -180,7 +180,10 @@ static PetscErrorCode TruncateHistoryRank0(MPMSim sim, const char *path, const c
   len = getline(&line, &cap, in);
   if (len > 0 && line[len - 1] == '\n') line[--len] = 0;
   *fresh = len <= 0 || strcmp(line, header) ? PETSC_TRUE : PETSC_FALSE;
-  if (*fresh && len > 0) PetscCall(PetscSNPrintf(keep, sizeof(keep), "%s/history_until_%08" PetscInt_FMT ".csv", sim->outdir, sim->step));
+  if (*fresh && len > 0) {
+    PetscCall(PetscStrncpy(keep, path, sizeof(keep)));
+    PetscCall(PetscSNPrintf(keep + strlen(keep) - 4, sizeof(keep) - strlen(keep) + 4, "_until_%08" PetscInt_FMT ".csv", sim->step)); /* path ends in .csv */
+  }
   else PetscCall(PetscStrncpy(keep, path, sizeof(keep)));
   PetscCall(PetscSNPrintf(tmp, sizeof(tmp), "%s.tmp", keep));
   out = fopen(tmp, "w");
@@ -193,7 +196,69 @@ static PetscErrorCode TruncateHistoryRank0(MPMSim sim, const char *path, const c
   PetscCheck(fclose(out) == 0 && rename(tmp, keep) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot rewrite %s", keep);
   if (strcmp(keep, path)) {
     PetscCheck(unlink(path) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot replace %s: %s", path, strerror(errno));
-    PetscCall(PetscPrintf(PETSC_COMM_SELF, "history.csv had other columns than this run's: its rows up to step %" PetscInt_FMT " are in %s; history.csv starts anew\n", sim->step, keep));
+    PetscCall(PetscPrintf(PETSC_COMM_SELF, "%s had other columns than this run's: its rows up to step %" PetscInt_FMT " are in %s; it starts anew\n", path, sim->step, keep));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* forces/<object>.csv: one file per object with a history.csv column (the
+ * domain faces bc_* and the deck's objects), a row per history row: the
+ * mean force and torque since the previous row, the impulse and angular
+ * impulse since the start, |F| and the largest |F| so far (the design
+ * load of a barrier).  2D: per unit depth (N/m, N m/m, N s/m). */
+static const char *ForceColumns(PetscInt dim) { return dim == 3 ? "fx,fy,fz,tx,ty,tz,jx,jy,jz,jtx,jty,jtz,f_abs,f_peak,t_peak" : "fx,fy,tz,jx,jy,jtz,f_abs,f_peak,t_peak"; }
+
+static PetscErrorCode ForcePath(MPMSim sim, const MPMCollider *o, char *path, size_t len)
+{
+  PetscFunctionBeginUser;
+  PetscCall(PetscSNPrintf(path, len, "%s/forces/%s.csv", sim->outdir, o->name));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode ForcesSetUpRank0(MPMSim sim, PetscBool restarted)
+{
+  const MPMColliders c = sim->colliders;
+  char               path[PETSC_MAX_PATH_LEN], header[256];
+  PetscBool          fresh = PETSC_TRUE;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s/forces", sim->outdir));
+  PetscCall(MakeDir(path));
+  PetscCall(PetscSNPrintf(header, sizeof(header), "t,step,%s", ForceColumns(sim->dim)));
+  for (PetscInt o = 0; o < c->nobj; o++) {
+    FILE *f;
+    if (!MPMColliderReported(&c->obj[o])) continue;
+    PetscCall(ForcePath(sim, &c->obj[o], path, sizeof(path)));
+    if (restarted) PetscCall(TruncateCsvRank0(sim, path, header, &fresh));
+    if (!fresh) continue;
+    f = fopen(path, "w");
+    PetscCheck(f, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot write %s: %s", path, strerror(errno));
+    fprintf(f, "%s\n", header);
+    PetscCheck(fclose(f) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot write %s: %s", path, strerror(errno));
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Rank 0: a row of every forces/<object>.csv (appended: rows are per
+ * history row, not per step). */
+static PetscErrorCode ForcesRowRank0(MPMSim sim, const double *ft)
+{
+  const MPMColliders c = sim->colliders;
+  char               path[PETSC_MAX_PATH_LEN];
+
+  PetscFunctionBeginUser;
+  for (PetscInt o = 0; o < c->nobj; o++) {
+    const double *f = ft + 6 * o, *tot = c->total + MPM_COLLIDER_TOTALS * o;
+    FILE         *out;
+    if (!MPMColliderReported(&c->obj[o])) continue;
+    PetscCall(ForcePath(sim, &c->obj[o], path, sizeof(path)));
+    out = fopen(path, "a");
+    PetscCheck(out, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot append to %s: %s", path, strerror(errno));
+    fprintf(out, "%.12g,%" PetscInt_FMT, sim->t, sim->step);
+    if (sim->dim == 3) fprintf(out, ",%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g,%.10g", f[0], f[1], f[2], f[3], f[4], f[5], tot[0], tot[1], tot[2], tot[3], tot[4], tot[5]);
+    else fprintf(out, ",%.10g,%.10g,%.10g,%.10g,%.10g,%.10g", f[0], f[1], f[5], tot[0], tot[1], tot[5]);
+    fprintf(out, ",%.10g,%.10g,%.10g\n", sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]), tot[6], tot[7]);
+    PetscCheck(fclose(out) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot write %s: %s", path, strerror(errno));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -212,11 +277,12 @@ static PetscErrorCode OutputSetUpRank0(MPMSim sim, PetscBool restarted)
   PetscCall(WriteRunRecord(sim, restarted));
   PetscCall(PetscSNPrintf(path, sizeof(path), "%s/history.csv", sim->outdir));
   PetscCall(HistoryHeader(sim, &header));
-  if (restarted) PetscCall(TruncateHistoryRank0(sim, path, header, &fresh));
+  if (restarted) PetscCall(TruncateCsvRank0(sim, path, header, &fresh));
   sim->history = fopen(path, fresh ? "w" : "a");
   PetscCheck(sim->history, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot write %s: %s", path, strerror(errno));
   if (fresh) fprintf(sim->history, "%s\n", header);
   PetscCall(PetscFree(header));
+  PetscCall(ForcesSetUpRank0(sim, restarted));
   if (restarted) PetscCall(MPMOutputWriteXdmf(sim)); /* the series up to the checkpoint */
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -238,7 +304,7 @@ PetscErrorCode MPMOutputHistory(MPMSim sim, const MPMDiagnostics *d)
 
   PetscFunctionBeginUser;
   PetscCall(PetscMalloc1(6 * c->nobj + 1, &ft));
-  PetscCall(MPMCollidersReport(c, sim->comm, ft));
+  PetscCall(MPMCollidersReport(c, sim->comm, sim->t, ft));
   PetscCall(MPMIntegratorStats(sim->integ, &st));
   if (sim->rank == 0 && sim->history) {
     fprintf(sim->history, "%.12g,%" PetscInt_FMT ",%lld,%.15g,%.15g,%.15g,%.15g,%.15g,%.15g,%.6g,%.6g,%.4f", sim->t, sim->step, (long long)d->n, d->mass, d->mom[0], d->mom[1],
@@ -260,6 +326,7 @@ PetscErrorCode MPMOutputHistory(MPMSim sim, const MPMDiagnostics *d)
     fprintf(sim->history, "\n");
     fflush(sim->history);
   }
+  PetscCall(MPMRank0Outcome(sim, sim->rank == 0 && sim->history ? ForcesRowRank0(sim, ft) : PETSC_SUCCESS, "writing forces/<object>.csv"));
   PetscCall(PetscFree(ft));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -331,12 +398,45 @@ static PetscErrorCode DtLimits(MPMSim sim, char *buf, size_t len)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* "[a, b, c]" of n values */
+static void JsonVector(char *buf, size_t len, const double *v, int n)
+{
+  buf[0] = 0;
+  for (int k = 0; k < n; k++) snprintf(buf + strlen(buf), len - strlen(buf), "%s%.8g", k ? ", " : "[", v[k]);
+  snprintf(buf + strlen(buf), len - strlen(buf), "]");
+}
+
+/* Per object: the impulse and angular impulse since the start and the
+ * largest mean |force| of a history row, with its time. */
+static PetscErrorCode ObjectTotals(MPMSim sim, char *buf, size_t len)
+{
+  const MPMColliders c = sim->colliders;
+  const int          d = (int)sim->dim;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscStrlcat(buf, "  \"objects\": {", len));
+  for (PetscInt o = 0, first = 1; o < c->nobj; o++) {
+    const double *tot = c->total + MPM_COLLIDER_TOTALS * o;
+    char          J[128], L[128];
+    if (!MPMColliderReported(&c->obj[o])) continue;
+    JsonVector(J, sizeof(J), tot, d);
+    if (d == 3) JsonVector(L, sizeof(L), tot + 3, 3);
+    else snprintf(L, sizeof(L), "%.8g", tot[5]); /* 2D: about z */
+    PetscCall(PetscSNPrintf(buf + strlen(buf), len - strlen(buf), "%s\n    \"%s\": {\"impulse\": %s, \"angular_impulse\": %s, \"peak_force\": %.8g, \"peak_time\": %.8g}", first ? "" : ",",
+                            c->obj[o].name, J, L, tot[6], tot[7]));
+    first = 0;
+  }
+  PetscCall(PetscStrlcat(buf, "\n  },\n", len));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode StatsTotals(MPMSim sim, char *buf, size_t len)
 {
   MPMStepStats st;
 
   PetscFunctionBeginUser;
   PetscCall(DtLimits(sim, buf, len));
+  PetscCall(ObjectTotals(sim, buf, len));
   PetscCall(MPMIntegratorStats(sim->integ, &st));
   for (PetscInt i = 0; i < st.n; i++) PetscCall(PetscSNPrintf(buf + strlen(buf), len - strlen(buf), "  \"integrator_%s\": %.10g,\n", st.name[i], st.total[i]));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -346,7 +446,7 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
 {
   MPMDiagnostics d;
   double         rss[2] = {PeakRSSBytes(), 0}, rss_sum, wall;
-  char          *text, *counts, *nodes, path[PETSC_MAX_PATH_LEN], stats[2048];
+  char          *text, *counts, *nodes, path[PETSC_MAX_PATH_LEN], stats[16384];
   const size_t   clen = 24 * (size_t)sim->size + 16, tlen = 8192 + sizeof(stats) + 2 * clen;
   int64_t        owned = 1;
   PetscLogDouble now;
