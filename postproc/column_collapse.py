@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Granular column collapse: measured runout and final height against the
-published laws (Lube et al. 2005, quasi-2D; ../shared/reference-data.md s.1),
+published laws (Lube et al. 2005, quasi-2D; docs/reference-data.md s.1),
 and a PNG of the deposit.
 
   /usr/bin/python3 postproc/column_collapse.py OUTDIR [--region column] [--png FILE]
