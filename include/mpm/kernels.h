@@ -8,7 +8,7 @@
  *   - dim is 2 or 3.  Vectors have dim entries, matrices dim*dim entries in
  *     row-major order (A[i*dim+j]).
  *   - Equation numbers "(Kx)" refer to Klar et al. 2016, "Drucker-Prager
- *     elastoplasticity for sand animation", ACM Trans. Graph. 35(4) 103).
+ *     elastoplasticity for sand animation", ACM Trans. Graph. 35(4) 103.
  *   - SI units throughout.
  */
 #ifndef MPM_KERNELS_H
