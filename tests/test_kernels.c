@@ -1307,6 +1307,57 @@ static void test_sdf(void)
   CHECK(mpm_shape_bbox(&s, lo, hi), 0, 0, "bbox inside_out shape: unbounded (returns 0)");
 }
 
+/* Polygons and prisms (2D regions and embankments) and terrain height
+ * fields: a rectangle as a polygon is the box, to roundoff, at random
+ * points inside and out, in 2D and extruded in 3D; an L shape (not
+ * convex) at points of known distance; a planar terrain's distance is
+ * exact, (y - h) / sqrt(1 + |grad h|^2), with the surface normal. */
+static void test_sdf_geometry(void)
+{
+  static const double rect[] = {-1, -2, 1, -2, 1, 2, -1, 2}, rect_cw[] = {-1, -2, -1, 2, 1, 2, 1, -2};
+  static const double L[]    = {0, 0, 2, 0, 2, 1, 1, 1, 1, 2, 0, 2};
+  MPMShape            box, poly;
+  double              e2 = 0, e3 = 0, eg = 0;
+  memset(&box, 0, sizeof box);
+  memset(&poly, 0, sizeof poly);
+  box.type = MPM_SHAPE_BOX, box.a[0] = 1, box.a[1] = 2, box.a[2] = 0.5;
+  poly.type = MPM_SHAPE_POLYGON, poly.np = 4, poly.a[2] = 0.5;
+  for (int k = 0; k < 2000; k++) {
+    const double x[3] = {urange(-3, 3), urange(-4, 4), urange(-2, 2)};
+    double       gb[3], gp[3];
+    poly.pts = k % 2 ? rect : rect_cw; /* either orientation */
+    box.dim = poly.dim = 2;
+    e2 = fmax(e2, fabs(mpm_sdf(&box, x, gb) - mpm_sdf(&poly, x, gp)));
+    if (mpm_sdf(&box, x, gb) > 0) eg = fmax(eg, maxdiff(2, gb, gp)); /* outside, the nearest point is unique */
+    box.dim = poly.dim = 3;
+    e3 = fmax(e3, fabs(mpm_sdf(&box, x, gb) - mpm_sdf(&poly, x, gp)));
+  }
+  CHECK(e2, 0, 1e-14, "sdf polygon: a rectangle is the 2D box at 2000 points, max |phi - phi_box|");
+  CHECK(eg, 0, 1e-14, "sdf polygon: gradient outside = the box's");
+  CHECK(e3, 0, 1e-14, "sdf prism: an extruded rectangle is the 3D box, max |phi - phi_box|");
+  poly.dim = 2, poly.pts = L, poly.np = 6;
+  check_sdf(&poly, (double[]){1.5, 1.2}, 0.2, (double[]){0, 1}, "L shape: in the notch (1.5,1.2)");
+  check_sdf(&poly, (double[]){0.4, 1.5}, -0.4, (double[]){-1, 0}, "L shape: inside the upright (0.4,1.5)");
+  check_sdf(&poly, (double[]){1.5, 0.25}, -0.25, (double[]){0, -1}, "L shape: inside the foot (1.5,0.25)");
+  check_sdf(&poly, (double[]){3, 0.5}, 1.0, (double[]){1, 0}, "L shape: outside (3,0.5)");
+  {
+    /* terrain y = 0.3 x - 0.2 z + 1 on a 4 x 3 grid of spacing 0.5 from (-1, -0.5), raised 0.1 */
+    double   h[12];
+    MPMShape t;
+    memset(&t, 0, sizeof t);
+    for (int j = 0; j < 3; j++)
+      for (int i = 0; i < 4; i++) h[i + 4 * j] = 0.3 * (-1 + 0.5 * i) - 0.2 * (-0.5 + 0.5 * j) + 1;
+    t.dim = 3, t.type = MPM_SHAPE_HEIGHTFIELD, t.pts = h, t.nx = 4, t.nz = 3, t.org[0] = -1, t.org[1] = -0.5, t.dh = 0.5, t.r = 0.1;
+    const double len = sqrt(1 + 0.09 + 0.04), x[3] = {-0.3, 2.0, 0.2}, y0 = 0.3 * x[0] - 0.2 * x[2] + 1.1;
+    check_sdf(&t, x, (x[1] - y0) / len, (double[]){-0.3 / len, 1 / len, 0.2 / len}, "planar terrain above");
+    const double xb[3] = {0.4, -1.0, 0.3}, yb = 0.3 * xb[0] - 0.2 * xb[2] + 1.1;
+    check_sdf(&t, xb, (xb[1] - yb) / len, (double[]){-0.3 / len, 1 / len, 0.2 / len}, "planar terrain below (solid)");
+    const double xo[3] = {-2.0, 0.0, -1.5}, yo = 0.3 * -1 - 0.2 * -0.5 + 1.1; /* beyond the corner: the corner height, flat */
+    check_sdf(&t, xo, xo[1] - yo, (double[]){0, 1, 0}, "terrain beyond the grid: the edge height continues");
+  }
+}
+
+
 static void check_vec(int d, const double *v, const double *e, const char *what, int dim)
 {
   CHECK(maxdiff(d, v, e), 0, 1e-14, "collide %dD %s", dim, what);
@@ -2847,6 +2898,7 @@ int main(void)
 
   section("7. Signed distance functions and collision response");
   test_sdf();
+  test_sdf_geometry();
   test_collide(2);
   test_collide(3);
 

@@ -421,24 +421,39 @@ static inline void mpm_lame(double E, double nu, double *mu, double *lambda)
 /* ------------------------------------------------------------------------ */
 /* Signed distance functions (negative inside)                                */
 /* ------------------------------------------------------------------------ */
-typedef enum { MPM_SHAPE_HALF_SPACE = 0, MPM_SHAPE_BOX, MPM_SHAPE_SPHERE, MPM_SHAPE_CYLINDER } MPMShapeType;
+typedef enum { MPM_SHAPE_HALF_SPACE = 0, MPM_SHAPE_BOX, MPM_SHAPE_SPHERE, MPM_SHAPE_CYLINDER, MPM_SHAPE_POLYGON, MPM_SHAPE_HEIGHTFIELD } MPMShapeType;
 
 /* Geometry in the shape's own frame, whose origin is the shape's centre:
  *   half space: { x : n . x <= 0 } is solid, n = normal (unit, points out of the solid)
  *   box:        half extents a[dim]
  *   sphere:     radius r (a disk in 2D)
- *   cylinder:   axis (unit), radius r, half length a[0] (<= 0: infinite); a disk in 2D */
+ *   cylinder:   axis (unit), radius r, half length a[0] (<= 0: infinite); a disk in 2D
+ *   polygon:    a simple polygon of np vertices pts (x0,y0, x1,y1, ...) in
+ *               the x-y plane, either orientation; in 3D a prism along z,
+ *               half length a[2] (<= 0: infinite)
+ *   heightfield: 3D terrain, solid below y = h(x, z): heights h[i + nx j]
+ *               at x = org[0] + i dh, z = org[1] + j dh, bilinear, raised
+ *               by r; phi is the vertical distance times the normal's
+ *               vertical component (exact on planes, first order on
+ *               curved terrain).  Outside the grid the edge heights
+ *               continue.  (2D terrain is a polygon.) */
 typedef struct {
-  int          dim;
-  MPMShapeType type;
-  double       n[3];    /* half space normal / cylinder axis */
-  double       a[3];    /* box half extents, cylinder half length in a[0] */
-  double       r;       /* sphere / cylinder radius */
-  int          inside_out; /* 1: the solid is the complement (containers) */
+  int           dim;
+  MPMShapeType  type;
+  double        n[3];       /* half space normal / cylinder axis */
+  double        a[3];       /* box half extents, cylinder half length in a[0], prism half length in a[2] */
+  double        r;          /* sphere / cylinder radius; heightfield raise */
+  int           inside_out; /* 1: the solid is the complement (containers) */
+  int           np;         /* polygon vertices */
+  const double *pts;        /* polygon vertices (2 np values), heightfield heights (nx nz) */
+  int           nx, nz;     /* heightfield grid */
+  double        org[2], dh; /* heightfield origin (x, z) and spacing */
 } MPMShape;
 
 /* phi(x) and grad phi at a point x given in the shape frame. */
 double mpm_sdf(const MPMShape *s, const double *x, double *grad);
+/* Signed distance to a simple polygon in the plane (negative inside), its gradient. */
+double mpm_sdf_polygon(int np, const double *pts, const double *x, double *grad);
 /* Axis-aligned bounding box of the solid in the shape frame (finite shapes only). */
 int mpm_shape_bbox(const MPMShape *s, double *lo, double *hi);
 

@@ -171,6 +171,7 @@ PetscErrorCode MPMCollidersDestroy(MPMColliders *c)
 {
   PetscFunctionBeginUser;
   if (!*c) PetscFunctionReturn(PETSC_SUCCESS);
+  for (PetscInt o = 0; o < (*c)->nobj; o++) PetscCall(MPMPlacedShapeDestroy(&(*c)->obj[o].ps));
   PetscCall(PetscFree((*c)->obj));
   PetscCall(PetscFree((*c)->impulse));
   PetscCall(PetscFree((*c)->last));

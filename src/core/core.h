@@ -211,14 +211,22 @@ int64_t        MPMLocalParticles(const MPMSim sim);
 /* A shape placed in the world: an MPMShape in its own frame plus the
  * frame's placement and motion (centre c(t) = c0 + v t, rotation
  * R(t) = exp(t [omega]) R0, R0 from -<prefix>rotation). */
-typedef struct {
+typedef enum { MPM_CSG_NONE = 0, MPM_CSG_UNION, MPM_CSG_INTERSECTION, MPM_CSG_DIFFERENCE } MPMCsgOp;
+typedef struct MPMPlacedShape_ {
   MPMShape shape;
   double   c0[3], vel[3], omega[3];
   double   R0[9];        /* initial orientation */
   double   c[3], R[9];   /* frame at the current time */
+  /* constructive geometry: the parts, placed in this shape's frame (union
+   * min phi, intersection max, difference the first minus the others) */
+  MPMCsgOp                 op;
+  PetscInt                 nparts;
+  struct MPMPlacedShape_ *parts;
+  double                  *data; /* polygon vertices or terrain heights (shape.pts points here) */
 } MPMPlacedShape;
 
 PetscErrorCode MPMShapeFromOptions(MPI_Comm comm, PetscInt dim, const char *prefix, const char *title, PetscBool allow_half_space, PetscBool allow_motion, MPMPlacedShape *ps);
+PetscErrorCode MPMPlacedShapeDestroy(MPMPlacedShape *ps);
 void           MPMPlacedShapeAtTime(MPMPlacedShape *ps, PetscInt dim, double t);
 void           MPMPlacedShapeAdvance(MPMPlacedShape *ps, PetscInt dim, double dt);
 double         MPMPlacedShapeEval(const MPMPlacedShape *ps, PetscInt dim, const double *x, double *grad, double *vb);

@@ -462,6 +462,7 @@ PetscErrorCode MPMDestroy(MPMSim *simp)
   PetscCall(MPMIntegratorDestroy(&sim->integ));
   PetscCall(MPMCollidersDestroy(&sim->colliders));
   for (PetscInt e = 0; e < sim->nem; e++) PetscCall(PetscFree(sim->em[e].layer_offsets));
+  for (PetscInt r = 0; r < sim->nreg; r++) PetscCall(MPMPlacedShapeDestroy(&sim->reg[r].ps));
   PetscCall(PetscFree(sim->reg));
   PetscCall(PetscFree(sim->em));
   PetscCall(MPMGridFieldsDestroy(sim));

@@ -71,6 +71,96 @@ static double sdf_cylinder3(const double *n, double r, double a0, const double *
   return da;
 }
 
+/* Distance to the polygon's boundary (the nearest edge point) and the
+ * crossing-number test for the sign; the gradient points from the
+ * nearest boundary point to x (outward on the boundary). */
+double mpm_sdf_polygon(int np, const double *p, const double *x, double *g)
+{
+  double best = INFINITY, q[2] = {x[0], x[1]};
+  int    inside = 0;
+  for (int i = 0, j = np - 1; i < np; j = i++) {
+    const double ax = p[2 * j], ay = p[2 * j + 1], ex = p[2 * i] - ax, ey = p[2 * i + 1] - ay;
+    const double l2 = ex * ex + ey * ey;
+    double       s  = l2 > 0 ? ((x[0] - ax) * ex + (x[1] - ay) * ey) / l2 : 0;
+    s               = s < 0 ? 0 : (s > 1 ? 1 : s);
+    const double cx = ax + s * ex, cy = ay + s * ey, d2 = (x[0] - cx) * (x[0] - cx) + (x[1] - cy) * (x[1] - cy);
+    if (d2 < best) {
+      best = d2;
+      q[0] = cx;
+      q[1] = cy;
+    }
+    if ((ay > x[1]) != (p[2 * i + 1] > x[1]) && x[0] < ax + (x[1] - ay) * ex / ey) inside = !inside;
+  }
+  const double dist = sqrt(best), sign = inside ? -1.0 : 1.0;
+  if (dist > 0) {
+    g[0] = sign * (x[0] - q[0]) / dist;
+    g[1] = sign * (x[1] - q[1]) / dist;
+  } else { /* on the boundary: the outward normal of the nearest edge is not needed often; any unit vector */
+    g[0] = 1;
+    g[1] = 0;
+  }
+  return sign * dist;
+}
+
+/* A 2D signed distance dp (gradient gp) extruded along z with half length
+ * a (<= 0: infinite), like a capped cylinder. */
+static double sdf_extrude(double dp, const double *gp, double a, const double *x, double *g)
+{
+  if (a <= 0) {
+    g[0] = gp[0];
+    g[1] = gp[1];
+    g[2] = 0;
+    return dp;
+  }
+  const double dz = fabs(x[2]) - a, sz = x[2] >= 0 ? 1.0 : -1.0;
+  if (dp > 0 && dz > 0) {
+    const double o = sqrt(dp * dp + dz * dz);
+    g[0]           = dp * gp[0] / o;
+    g[1]           = dp * gp[1] / o;
+    g[2]           = dz * sz / o;
+    return o;
+  }
+  if (dp >= dz) {
+    g[0] = gp[0];
+    g[1] = gp[1];
+    g[2] = 0;
+    return dp;
+  }
+  g[0] = g[1] = 0;
+  g[2]        = sz;
+  return dz;
+}
+
+/* Terrain: height and its gradient (bilinear in the cell of (x, z),
+ * clamped to the grid). */
+static double height(const MPMShape *s, double x, double z, double *hx, double *hz)
+{
+  const double u = (x - s->org[0]) / s->dh, w = (z - s->org[1]) / s->dh;
+  const double uc = u < 0 ? 0 : (u > s->nx - 1 ? s->nx - 1 : u), wc = w < 0 ? 0 : (w > s->nz - 1 ? s->nz - 1 : w);
+  int          i = (int)uc, j = (int)wc;
+  if (i > s->nx - 2) i = s->nx - 2;
+  if (j > s->nz - 2) j = s->nz - 2;
+  if (i < 0) i = 0;
+  if (j < 0) j = 0;
+  const double fu = s->nx > 1 ? uc - i : 0, fw = s->nz > 1 ? wc - j : 0;
+  const int    i1 = s->nx > 1 ? i + 1 : i, j1 = s->nz > 1 ? j + 1 : j;
+  const double h00 = s->pts[i + s->nx * j], h10 = s->pts[i1 + s->nx * j], h01 = s->pts[i + s->nx * j1], h11 = s->pts[i1 + s->nx * j1];
+  /* outside the grid the edge heights continue: no slope across the edge */
+  *hx = (u >= 0 && u <= s->nx - 1) ? ((1 - fw) * (h10 - h00) + fw * (h11 - h01)) / s->dh : 0;
+  *hz = (w >= 0 && w <= s->nz - 1) ? ((1 - fu) * (h01 - h00) + fu * (h11 - h10)) / s->dh : 0;
+  return (1 - fu) * (1 - fw) * h00 + fu * (1 - fw) * h10 + (1 - fu) * fw * h01 + fu * fw * h11;
+}
+
+static double sdf_heightfield(const MPMShape *s, const double *x, double *g)
+{
+  double       hx, hz;
+  const double h = height(s, x[0], x[2], &hx, &hz) + s->r, len = sqrt(1 + hx * hx + hz * hz);
+  g[0]           = -hx / len;
+  g[1]           = 1 / len;
+  g[2]           = -hz / len;
+  return (x[1] - h) / len;
+}
+
 double mpm_sdf(const MPMShape *s, const double *x, double *g)
 {
   const int d = s->dim;
@@ -82,6 +172,16 @@ double mpm_sdf(const MPMShape *s, const double *x, double *g)
     break;
   case MPM_SHAPE_BOX: phi = sdf_box(d, s->a, x, g); break;
   case MPM_SHAPE_SPHERE: phi = sdf_sphere(d, s->r, x, g); break;
+  case MPM_SHAPE_POLYGON: {
+    double gp[2];
+    const double dp = mpm_sdf_polygon(s->np, s->pts, x, gp);
+    if (d == 2) {
+      g[0] = gp[0];
+      g[1] = gp[1];
+      phi  = dp;
+    } else phi = sdf_extrude(dp, gp, s->a[2], x, g);
+  } break;
+  case MPM_SHAPE_HEIGHTFIELD: phi = sdf_heightfield(s, x, g); break;
   case MPM_SHAPE_CYLINDER:
   default: phi = (d == 2) ? sdf_sphere(d, s->r, x, g) : sdf_cylinder3(s->n, s->r, s->a[0], x, g); break;
   }
@@ -95,7 +195,22 @@ double mpm_sdf(const MPMShape *s, const double *x, double *g)
 int mpm_shape_bbox(const MPMShape *s, double *lo, double *hi)
 {
   const int d = s->dim;
-  if (s->inside_out || s->type == MPM_SHAPE_HALF_SPACE) return 0;
+  if (s->inside_out || s->type == MPM_SHAPE_HALF_SPACE || s->type == MPM_SHAPE_HEIGHTFIELD) return 0;
+  if (s->type == MPM_SHAPE_POLYGON) {
+    if (d == 3 && s->a[2] <= 0) return 0;
+    lo[0] = hi[0] = s->pts[0];
+    lo[1] = hi[1] = s->pts[1];
+    for (int i = 1; i < s->np; i++)
+      for (int k = 0; k < 2; k++) {
+        lo[k] = fmin(lo[k], s->pts[2 * i + k]);
+        hi[k] = fmax(hi[k], s->pts[2 * i + k]);
+      }
+    if (d == 3) {
+      lo[2] = -s->a[2];
+      hi[2] = s->a[2];
+    }
+    return 1;
+  }
   if (s->type == MPM_SHAPE_CYLINDER && d == 3 && s->a[0] <= 0) return 0;
   for (int k = 0; k < d; k++) {
     double e;
