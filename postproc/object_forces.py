@@ -30,7 +30,7 @@ def main():
     names = args.objects.split(",") if args.objects else [n for n in mpmio.force_objects(args.outdir) if args.faces or not n.startswith("bc_")]
     if not names:
         sys.exit("object_forces: no objects in %s/forces (the deck has no -objects; --faces shows the domain faces)" % args.outdir)
-    dim = mpmio.summary(args.outdir)["dim"]
+    dim = int(mpmio.run_options(args.outdir).get("dim", 2))  # run.json: also while the run goes on
     unit, iunit = ("N", "N s") if dim == 3 else ("N/m", "N s/m")
     import matplotlib
     matplotlib.use("Agg")

@@ -23,6 +23,9 @@ PetscErrorCode MPMRun(MPMSim sim);
 PetscErrorCode MPMDestroy(MPMSim *sim);
 const char *MPMVersion(void);
 PetscBool   MPMHaveCatalyst(void); /* built with ParaView Catalyst (-catalyst_script) */
+/* Where relative file names of the deck (terrain files) are looked up when
+ * they are not found from the working directory: the deck's directory. */
+PetscErrorCode MPMSetDeckDirectory(const char *dir);
 /* 0 after a finished run; 75 (EX_TEMPFAIL) when a signal made the run write
  * a checkpoint and stop: continue it with -restart latest. */
 int MPMExitCode(MPMSim sim);

@@ -298,12 +298,42 @@ static PetscErrorCode ProfilePolygon(const char *path, const char *prefix, MPMPl
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-static PetscErrorCode LoadTerrain(PetscInt d, const char *prefix, const ShapeDeferred *df, MPMPlacedShape *ps)
+/* Relative file names in a deck: as given (from the working directory),
+ * else next to the deck (MPMSetDeckDirectory), so a deck and its terrain
+ * travel together. */
+static char deck_dir[PETSC_MAX_PATH_LEN] = "";
+
+PetscErrorCode MPMSetDeckDirectory(const char *dir)
 {
-  const char *ext = strrchr(df->file, '.');
-  MPMShape   *s   = &ps->shape;
+  PetscFunctionBeginUser;
+  PetscCall(PetscStrncpy(deck_dir, dir ? dir : "", sizeof(deck_dir)));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static void ResolvePath(char *path, size_t len)
+{
+  char  alt[2 * PETSC_MAX_PATH_LEN];
+  FILE *f;
+  if (path[0] == '/' || !deck_dir[0]) return;
+  if ((f = fopen(path, "r"))) {
+    fclose(f);
+    return;
+  }
+  snprintf(alt, sizeof(alt), "%s/%s", deck_dir, path);
+  if ((f = fopen(alt, "r"))) {
+    fclose(f);
+    if (strlen(alt) < len) strcpy(path, alt);
+  }
+}
+
+static PetscErrorCode LoadTerrain(PetscInt d, const char *prefix, ShapeDeferred *df, MPMPlacedShape *ps)
+{
+  MPMShape   *s = &ps->shape;
+  const char *ext;
 
   PetscFunctionBeginUser;
+  ResolvePath(df->file, sizeof(df->file));
+  ext = strrchr(df->file, '.');
   if (d == 2) PetscCall(ProfilePolygon(df->file, prefix, ps));
   else if (ext && (!strcmp(ext, ".asc") || !strcmp(ext, ".ASC"))) PetscCall(ReadAsc(df->file, prefix, ps));
   else {

@@ -233,6 +233,13 @@ int main(int argc, char **argv)
 
   if (info >= 0) return info;
   if (CheckDeckFiles(argc, argv)) return 1;
+  for (int i = 1; i + 1 < argc; i++) /* the deck's directory: its terrain files are found next to it */
+    if (!strcmp(argv[i], "-options_file_yaml") || !strcmp(argv[i], "-options_file")) {
+      char        dir[4096];
+      const char *slash = strrchr(argv[i + 1], '/');
+      snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - argv[i + 1]) : 1, slash ? argv[i + 1] : ".");
+      if (MPMSetDeckDirectory(dir)) return 1;
+    }
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscPushErrorHandler(InputErrorHandler, NULL));

@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+"""Pictures of a run with its obstacles drawn: particles coloured by speed
+and every collision object (box, sphere/disk, cylinder, polygon, terrain,
+half space, and the parts of a union/intersection/difference) outlined
+from the run's own options (run.json), at a few frames side by side.
+
+  /usr/bin/python3 postproc/scene_figure.py OUTDIR [--frames 0,10,-1] [--png FILE]
+      [--forces OBJECT]
+
+2D: the x-y plane.  3D: a side view (x-y; terrain drawn along its
+centre line in z) above a plan view (x-z, terrain height contours).
+--forces adds the object's force against time (forces/OBJECT.csv) as a
+last panel.  Terrain files are found as the solver found them (relative
+to the working directory, else to the deck's directory).
+"""
+import argparse
+import math
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import mpmio  # noqa: E402
+
+
+def vec(opts, key, default=None):
+    v = opts.get(key)
+    return [float(x) for x in v.split(",")] if v else default
+
+
+def find_file(path, deck_dirs):
+    if os.path.isabs(path) or os.path.exists(path):
+        return path
+    for d in deck_dirs:
+        if os.path.exists(os.path.join(d, path)):
+            return os.path.join(d, path)
+    return None
+
+
+def read_asc(path):
+    head, rows = {}, []
+    with open(path) as f:
+        for line in f:
+            tok = line.split()
+            if not tok:
+                continue
+            if tok[0][0].isalpha():
+                head[tok[0].lower()] = float(tok[1])
+            else:
+                rows.append([float(t) for t in tok])
+    h = np.array(rows)[::-1]  # row 0 north -> index by z
+    cs = head["cellsize"]
+    x0 = head.get("xllcenter", head.get("xllcorner", 0) + 0.5 * cs)
+    z0 = head.get("yllcenter", head.get("yllcorner", 0) + 0.5 * cs)
+    return x0 + cs * np.arange(h.shape[1]), z0 + cs * np.arange(h.shape[0]), h
+
+
+def outline(ax, opts, prefix, dim, view, deck_dirs, color="k"):
+    """Draw shape -<prefix>* in the axes: view 'xy' or 'xz' (3D plan)."""
+    shape = opts.get(prefix + "shape", "box")
+    ia, ib = (0, 1) if view == "xy" else (0, 2)
+    kw = dict(color=color, lw=1.2)
+    if shape in ("union", "intersection", "difference"):
+        for part in opts.get(prefix + "parts", "").split(","):
+            outline(ax, opts, prefix + part + "_", dim, view, deck_dirs, color)
+        return
+    if shape == "box":
+        lo, hi = vec(opts, prefix + "lo"), vec(opts, prefix + "hi")
+        c = [(lo[k] + hi[k]) / 2 for k in range(dim)]
+        pts = np.array([[lo[ia], lo[ib]], [hi[ia], lo[ib]], [hi[ia], hi[ib]], [lo[ia], hi[ib]], [lo[ia], lo[ib]]])
+        rot = vec(opts, prefix + "rotation", [0])
+        if dim == 2 and rot[0]:
+            a = math.radians(rot[0])
+            R = np.array([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]])
+            pts = (pts - c[:2]) @ R.T + c[:2]
+        ax.plot(pts[:, 0], pts[:, 1], **kw)
+    elif shape in ("sphere", "cylinder"):
+        c, r = vec(opts, prefix + "center"), float(opts.get(prefix + "radius", 0))
+        t = np.linspace(0, 2 * math.pi, 100)
+        ax.plot(c[ia] + r * np.cos(t), c[ib] + r * np.sin(t), **kw)
+    elif shape == "polygon":
+        v = np.array(vec(opts, prefix + "vertices")).reshape(-1, 2)
+        c = vec(opts, prefix + "center", [0, 0, 0])
+        v = np.vstack([v, v[:1]]) + np.array(c[:2])
+        if dim == 2 or view == "xy":
+            ax.plot(v[:, 0], v[:, 1], **kw)
+    elif shape == "half_space":
+        c, n = vec(opts, prefix + "center"), vec(opts, prefix + "normal")
+        t = np.array([-n[ib], n[ia]])
+        ax.axline((c[ia], c[ib]), (c[ia] + t[0], c[ib] + t[1]), **kw)
+    elif shape == "terrain":
+        path = find_file(opts.get(prefix + "file", ""), deck_dirs)
+        if not path:
+            return
+        raise_ = float(opts.get(prefix + "raise", 0))
+        if dim == 2:
+            p = np.loadtxt(path, delimiter=",", comments="#", skiprows=1 if not open(path).read(1).strip("-.0123456789") == "" else 0)
+            ax.plot(p[:, 0], p[:, 1] + raise_, **kw)
+        elif path.endswith(".asc"):
+            x, z, h = read_asc(path)
+            if view == "xy":
+                ax.plot(x, h[len(z) // 2] + raise_, **kw)
+            else:
+                cs = ax.contour(x, z, h + raise_, levels=8, colors=color, linewidths=0.6)
+                ax.clabel(cs, fontsize=6, fmt="%.2f")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("outdir")
+    ap.add_argument("--frames", default="0,-1", help="comma-separated frame numbers (negative: from the end)")
+    ap.add_argument("--png")
+    ap.add_argument("--forces", help="an object whose force against time is added")
+    args = ap.parse_args()
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    opts = mpmio.run_options(args.outdir)
+    dim = int(opts.get("dim", 2))
+    files = mpmio.frame_files(args.outdir)
+    picks = [files[int(k)] for k in args.frames.split(",")]
+    lo, hi = vec(opts, "domain_lo"), vec(opts, "domain_hi")
+    deck_dirs = [os.getcwd(), os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "inputs")]
+    objects = [o for o in opts.get("objects", "").split(",") if o]
+    rows = 1 if dim == 2 else 2
+    cols = len(picks) + (1 if args.forces else 0)
+    fig, axes = plt.subplots(rows, cols, figsize=(4.6 * cols, 3.2 * rows * (1 if dim == 2 else 0.9)), squeeze=False)
+    vmax = 0
+    frames = [mpmio.read_frame(p, ["position", "velocity"]) for p in picks]
+    for fr in frames:
+        vmax = max(vmax, np.linalg.norm(fr["velocity"], axis=1).max())
+    for k, fr in enumerate(frames):
+        x, v = fr["position"], np.linalg.norm(fr["velocity"], axis=1)
+        for r, view in enumerate(["xy"] if dim == 2 else ["xy", "xz"]):
+            ax = axes[r][k]
+            ib = 1 if view == "xy" else 2
+            order = np.argsort(x[:, 2] if view == "xy" else x[:, 1])  # far points first
+            sc = ax.scatter(x[order, 0], x[order, ib], c=v[order], s=0.4, cmap="viridis", vmin=0, vmax=max(vmax, 1e-9), rasterized=True)
+            for o in objects:
+                outline(ax, opts, o + "_", dim, view, deck_dirs, color="firebrick")
+            ax.set_xlim(lo[0], hi[0])
+            ax.set_ylim(lo[ib], hi[ib])
+            ax.set_aspect("equal")
+            ax.set_xlabel("x [m]")
+            ax.set_ylabel("%s [m]" % "xyz"[ib])
+            ax.set_title("t = %.2f s%s" % (fr["t"], "" if dim == 2 else (" (side)" if view == "xy" else " (plan)")), fontsize=9)
+    fig.colorbar(sc, ax=[axes[r][k] for r in range(rows) for k in range(len(picks))], label="speed [m/s]", shrink=0.8)
+    if args.forces:
+        f = mpmio.forces(args.outdir, args.forces)
+        ax = axes[0][-1]
+        unit = "N" if dim == 3 else "N/m"
+        ax.plot(f["t"], f["f_abs"], "k", label="|F|")
+        for key, style in zip(("fx", "fy", "fz"), (":", "--", "-.")):
+            if key in f:
+                ax.plot(f["t"], f[key], style, label=key)
+        ax.set_xlabel("t [s]")
+        ax.set_ylabel("force on %s [%s]" % (args.forces, unit))
+        ax.set_title("peak %.3g %s at %.2f s" % (f["f_peak"][-1], unit, f["t_peak"][-1]), fontsize=9)
+        ax.legend(fontsize=7)
+        ax.grid(alpha=0.3)
+        if rows > 1:
+            axes[1][-1].axis("off")
+    png = args.png or os.path.join(args.outdir, "scene.png")
+    fig.savefig(png, dpi=130, bbox_inches="tight")
+    print("scene_figure: %s" % png)
+
+
+if __name__ == "__main__":
+    main()
