@@ -52,6 +52,7 @@ PetscErrorCode MPMFunctionListNames(PetscFunctionList list, char *buf, size_t le
 #define MPMOptionsEList(a, b, c, d, e, f, g, h) MPMOptionsEListChecked(PetscOptionsObject, a, b, c, d, e, f, g, h)
 
 /* ---------------------------------------------------------------- events */
+extern PetscLogStage MPM_STAGE_SETUP, MPM_STAGE_STEPPING, MPM_STAGE_OUTPUT;
 extern PetscLogEvent MPM_EVENT_P2G, MPM_EVENT_GRID_UPDATE, MPM_EVENT_G2P, MPM_EVENT_CONSTITUTIVE, MPM_EVENT_MIGRATE, MPM_EVENT_GHOST, MPM_EVENT_OUTPUT, MPM_EVENT_SORT,
   MPM_EVENT_SEED, MPM_EVENT_REDUCE, MPM_EVENT_CHECKPOINT, MPM_EVENT_CATALYST, MPM_EVENT_BALANCE,
   MPM_EVENT_RESIDUAL, MPM_EVENT_JACOBIAN_MULT, MPM_EVENT_PMAT, MPM_EVENT_FORMS, MPM_EVENT_DCFP,

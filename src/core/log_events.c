@@ -6,6 +6,7 @@ PetscLogEvent MPM_EVENT_P2G, MPM_EVENT_GRID_UPDATE, MPM_EVENT_G2P, MPM_EVENT_CON
   MPM_EVENT_OUTPUT, MPM_EVENT_SORT, MPM_EVENT_SEED, MPM_EVENT_REDUCE, MPM_EVENT_CHECKPOINT, MPM_EVENT_CATALYST, MPM_EVENT_BALANCE,
   MPM_EVENT_RESIDUAL, MPM_EVENT_JACOBIAN_MULT, MPM_EVENT_PMAT, MPM_EVENT_FORMS, MPM_EVENT_DCFP,
   MPM_EVENT_NEIGHBOURS, MPM_EVENT_CONTACTS;
+PetscLogStage MPM_STAGE_SETUP, MPM_STAGE_STEPPING, MPM_STAGE_OUTPUT;
 
 PetscErrorCode MPMLogEventsRegister(void)
 {
@@ -16,6 +17,11 @@ PetscErrorCode MPMLogEventsRegister(void)
   if (registered) PetscFunctionReturn(PETSC_SUCCESS);
   registered = PETSC_TRUE;
   PetscCall(PetscClassIdRegister("MPM", &classid));
+  /* -log_view's stages: set-up (options, grid, seeding), stepping, output
+   * (frames, history, checkpoints; inside stepping) */
+  PetscCall(PetscLogStageRegister("MPM set-up", &MPM_STAGE_SETUP));
+  PetscCall(PetscLogStageRegister("MPM stepping", &MPM_STAGE_STEPPING));
+  PetscCall(PetscLogStageRegister("MPM output", &MPM_STAGE_OUTPUT));
   PetscCall(PetscLogEventRegister("MPMP2G", classid, &MPM_EVENT_P2G));
   PetscCall(PetscLogEventRegister("MPMGridUpdate", classid, &MPM_EVENT_GRID_UPDATE));
   PetscCall(PetscLogEventRegister("MPMG2P", classid, &MPM_EVENT_G2P));

@@ -104,6 +104,7 @@ static PetscErrorCode SpeciesSetUp(MPMSim sim)
 PetscErrorCode MPMSetFromOptions(MPMSim sim)
 {
   PetscFunctionBeginUser;
+  PetscCall(PetscLogStagePush(MPM_STAGE_SETUP));
   PetscCall(PetscOptionsHasHelp(NULL, &sim->help));
   PetscCall(MPMRunOptionsRead(sim));
   PetscCall(MPMIntegratorCreate(sim));
@@ -136,6 +137,7 @@ PetscErrorCode MPMSetFromOptions(MPMSim sim)
   PetscCall(CheckUniqueNames(sim));
   if (!sim->help) PetscCall(MPMRunCheckUnusedOptions(sim));
   PetscCall(PetscOptionsGetAll(NULL, &sim->options_string));
+  PetscCall(PetscLogStagePop());
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -160,11 +162,13 @@ static PetscErrorCode OutputAll(MPMSim sim)
   MPMDiagnostics d;
 
   PetscFunctionBeginUser;
+  PetscCall(PetscLogStagePush(MPM_STAGE_OUTPUT));
   PetscCall(MPMOutputFrame(sim));
   PetscCall(MPMComputeDiagnostics(sim, &d));
   PetscCall(MPMOutputHistory(sim, &d));
   PetscCall(Progress(sim));
   sim->t_last_frame = sim->t;
+  PetscCall(PetscLogStagePop());
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -391,8 +395,10 @@ static PetscErrorCode OutputAfterStep(MPMSim sim, PetscLogDouble *t0)
     PetscCall(PetscTime(t0));
   } else if (sim->history_interval && sim->step % sim->history_interval == 0) {
     MPMDiagnostics d;
+    PetscCall(PetscLogStagePush(MPM_STAGE_OUTPUT));
     PetscCall(MPMComputeDiagnostics(sim, &d));
     PetscCall(MPMOutputHistory(sim, &d));
+    PetscCall(PetscLogStagePop());
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -419,7 +425,10 @@ PetscErrorCode MPMRun(MPMSim sim)
   PetscFunctionBeginUser;
   if (sim->help) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(PetscTime(&sim->wall_start));
+  PetscCall(PetscLogStagePush(MPM_STAGE_SETUP));
   PetscCall(StartState(sim));
+  PetscCall(PetscLogStagePop());
+  PetscCall(PetscLogStagePush(MPM_STAGE_STEPPING));
   PetscCall(PetscTime(&t0));
   sim->t_run_start    = sim->t;
   sim->step_run_start = sim->step;
@@ -431,8 +440,11 @@ PetscErrorCode MPMRun(MPMSim sim)
     PetscCall(MPMCatalystCoProcess(sim));
     PetscCall(OutputAfterStep(sim, &t0));
     PetscCall(Monitor(sim));
+    PetscCall(PetscLogStagePush(MPM_STAGE_OUTPUT));
     PetscCall(MPMCheckpointAfterStep(sim, &stop));
+    PetscCall(PetscLogStagePop());
   }
+  PetscCall(PetscLogStagePop());
   PetscCall(PetscTime(&t1));
   sim->wall_steps += t1 - t0;
   if (!stop && sim->t > sim->t_last_frame) PetscCall(OutputAll(sim)); /* the final state */

@@ -179,6 +179,18 @@ MPMParticleView MPMIntegratorView(MPMSpecies *sp, const MPMStressFields *f, Pets
   return v;
 }
 
+/* Floating-point operations of one particle's transfer, counted from the
+ * inner loops of kernels/transfer.c for -log_view (an estimate: the
+ * weights' set-up, 6 d, plus per stencil node, (order + 1)^d of them,
+ * the weight and its gradient, d^2, and the affine momentum, force and
+ * mass, 5 d^2 + 3 d for P2G; the velocity, C and grad v sums, 5 d^2 + 3 d
+ * for G2P, about the same). */
+static PetscLogDouble TransferFlops(const MPMGridBox *b)
+{
+  const int d = b->dim, nodes = d == 2 ? (b->order + 1) * (b->order + 1) : (b->order + 1) * (b->order + 1) * (b->order + 1);
+  return 6.0 * d + nodes * (6.0 * d * d + 3.0 * d);
+}
+
 /* Transfer to the species' grid (K7, K9) with the explicit force (K23)
  * fused in (or kept apart, on a grid of the FLIP layout). */
 PetscErrorCode MPMIntegratorP2G(MPMSpecies *sp, const MPMParticleView *v, double dt)
@@ -191,6 +203,7 @@ PetscErrorCode MPMIntegratorP2G(MPMSpecies *sp, const MPMParticleView *v, double
   PetscCall(VecZeroEntries(g->local));
   PetscCall(VecGetArray(g->local, &a));
   mpm_p2g(&g->box, v, dt, a);
+  PetscCall(PetscLogFlops(TransferFlops(&g->box) * v->n));
   PetscCall(VecRestoreArray(g->local, &a));
   PetscCall(PetscLogEventEnd(MPM_EVENT_P2G, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -206,6 +219,7 @@ PetscErrorCode MPMIntegratorG2P(MPMSpecies *sp, MPMParticleView *v, double dt, d
   PetscCall(PetscLogEventBegin(MPM_EVENT_G2P, 0, 0, 0, 0));
   PetscCall(VecGetArrayRead(g->local, &a));
   *vmax = sqrt(mpm_g2p(&g->box, a, dt, flip, rest, v));
+  PetscCall(PetscLogFlops(TransferFlops(&g->box) * v->n));
   PetscCall(VecRestoreArrayRead(g->local, &a));
   PetscCall(PetscLogEventEnd(MPM_EVENT_G2P, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
