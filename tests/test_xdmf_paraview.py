@@ -8,6 +8,10 @@ and checks against the HDF5 frames (read with h5py):
     bounding box and the same velocity-magnitude range;
   - the PNG shows particles: enough pixels differ from the background in
     the data area, and they are not all one colour;
+  - lean frames (-output_precision single -output_fields velocity): only
+    id, position, velocity and connectivity, float32 and int32 with units
+    attributes, the double run's values rounded, and ParaView reads every
+    point with the same |v| range;
   - a directory without particles.xmf gives a clear error.
 pvpython and xvfb-run are part of the project's setup: if they are missing
 the test fails (it does not skip).
@@ -170,6 +174,30 @@ def main():
             chk.within("share of the commonest particle colour", cnt.max() / len(fg), 0.0, 0.6)
             spread = float(np.max(fg.max(axis=0).astype(int) - fg.min(axis=0).astype(int)))
             chk.within("largest channel spread of particle colours", spread, 100, 255)
+
+    # --- lean frames: single precision, two fields (-output_precision single
+    # -output_fields velocity): float32 and int32 datasets with units, values
+    # the double run's rounded, and ParaView reads them the same
+    lean = mpmtest.outdir("xdmf_paraview_single")
+    mpmtest.run_deck("column_collapse_2d.yaml", 2, lean, "-dx", "0.00625", "-t_end", "0.1", "-output_dt", "0.05", "-output_precision", "single", "-output_fields", "velocity")
+    import h5py
+    with h5py.File(mpmio.frame_files(lean)[-1], "r") as f:
+        names = sorted(f.keys())
+        kinds = {k: f[k].dtype.str for k in names}
+        units = {k: f[k].attrs.get("units", b"").decode() if isinstance(f[k].attrs.get("units", b""), bytes) else f[k].attrs.get("units", "") for k in names}
+        single = mpmio.sorted_by_id({k: f[k][()] for k in names})
+    chk.true("lean frame: only id, position, velocity (and connectivity)", names == ["connectivity", "id", "position", "velocity"], str(names))
+    chk.true("lean frame: float32 position and velocity, int32 connectivity", kinds.get("position") == "<f4" and kinds.get("velocity") == "<f4" and kinds.get("connectivity") == "<i4", str(kinds))
+    chk.true("lean frame: units attributes (m, m/s)", units.get("position") == "m" and units.get("velocity") == "m/s", str(units))
+    full = mpmio.sorted_by_id(mpmio.read_frame(files[-1], ["id", "position", "velocity"]))
+    chk.true("lean frame: values are the double run's rounded to float32", np.array_equal(single["velocity"], full["velocity"].astype(np.float32)) and np.array_equal(single["position"], full["position"].astype(np.float32)))
+    proc, _ = render(xvfb, pvpython, [lean, "--frame", "-1", "--png", os.path.join(lean, "render_last.png"), "--size", W, H])
+    info = parse(proc.stdout)
+    rng = info.get("range", [])
+    vm = np.linalg.norm(single["velocity"].astype(np.float64), axis=1)
+    chk.true("lean frame: ParaView reads every point and cell", proc.returncode == 0 and info.get("points", ["-1"])[0] == str(n_last) and info.get("cells", ["-1"])[0] == str(n_last),
+             "(exit %d, %s points)" % (proc.returncode, info.get("points")))
+    chk.close("lean frame: ParaView's |v| max = the float32 data's", float(rng[2]) if len(rng) == 3 else float("nan"), vm.max(), rtol=1e-6)
 
     # --- a directory without particles.xmf
     empty = mpmtest.outdir("xdmf_paraview_empty")

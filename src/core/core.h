@@ -370,6 +370,9 @@ struct _p_MPMSim {
   PetscInt    step_run_start;              /* and the step */
   double      dt_taken_last, vmax;         /* the last step taken; the fastest particle after it [m/s] */
   PetscInt    monitor;                     /* -monitor: a progress line every this many steps (0: off) */
+  PetscBool   output_single;               /* -output_precision single: frames store reals as float */
+  char       *output_fields[MPM_MAX_NAMES]; /* -output_fields: the frame datasets (none given: all) */
+  PetscInt    noutput_fields;
   double      monitor_wall;                /* -monitor_wall: and every this many seconds of wall time (0: off) */
   PetscLogDouble monitor_last;             /* wall time of the last monitor line */
   PetscInt    step, max_steps, frame, sort_interval, history_interval;

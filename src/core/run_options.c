@@ -49,6 +49,17 @@ PetscErrorCode MPMRunOptionsRead(MPMSim sim)
   PetscCall(PetscOptionsString("-output_dir", "Directory for everything the run writes", NULL, sim->outdir, sim->outdir, sizeof(sim->outdir), NULL));
   sim->output_dt = sim->t_end / 20;
   PetscCall(MPMOptionsReal("-output_dt", "Simulated time between output frames [s]", NULL, sim->output_dt, &sim->output_dt, NULL));
+  {
+    static const char *const prec[] = {"double", "single", "MPMOutputPrecision", "MPM_OUTPUT_", NULL};
+    PetscInt                 k      = 0;
+    PetscBool                set;
+    PetscCall(MPMOptionsEList("-output_precision", "Frames store real fields in double or single precision (checkpoints are always double)", NULL, prec, 2, prec[k], &k, NULL));
+    sim->output_single   = k == 1;
+    sim->noutput_fields = MPM_MAX_NAMES;
+    PetscCall(PetscOptionsStringArray("-output_fields", "Frame datasets to write, comma-separated (position and id always; default all: -help after a run lists them in frames/)", NULL, sim->output_fields,
+                                      &sim->noutput_fields, &set));
+    if (!set) sim->noutput_fields = 0;
+  }
   PetscCall(MPMOptionsInt("-history_interval", "Steps between history.csv rows besides the frames (0: frames only)", NULL, sim->history_interval, &sim->history_interval, NULL));
   PetscCall(MPMOptionsInt("-monitor", "Print a progress line every this many steps: t, dt and the limit that set it, kinetic energy, fastest particle, particles, imbalance, wall time, steps/s (0: off)", NULL, sim->monitor, &sim->monitor, NULL));
   PetscCheck(sim->monitor >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-monitor must be >= 0 steps, got %" PetscInt_FMT, sim->monitor);

@@ -480,6 +480,7 @@ PetscErrorCode MPMDestroy(MPMSim *simp)
   PetscCall(MPMGridFieldsDestroy(sim));
   PetscCall(MPMLayoutDestroy(&sim->layout));
   PetscCall(PetscFree(sim->options_string));
+  for (PetscInt k = 0; k < sim->noutput_fields; k++) PetscCall(PetscFree(sim->output_fields[k]));
   PetscCall(PetscFree(sim));
   PetscCall(MPMParallelFinalize());
   *simp = NULL;

@@ -103,6 +103,69 @@ PetscErrorCode MPMOutputArraysRestore(PetscInt n, MPMOutputArray **arrays)
 
 static hid_t H5Type(MPMFieldType t) { return t == MPM_FIELD_REAL ? H5T_NATIVE_DOUBLE : t == MPM_FIELD_INT64 ? H5T_NATIVE_INT64 : H5T_NATIVE_INT32; }
 
+/* Is an output array written to the frames (-output_fields; position and
+ * id always: the geometry and the key to compare runs by)? */
+static PetscBool Selected(const MPMSim sim, const char *name)
+{
+  if (!sim->noutput_fields || !strcmp(name, "position") || !strcmp(name, "id")) return PETSC_TRUE;
+  for (PetscInt k = 0; k < sim->noutput_fields; k++)
+    if (!strcmp(sim->output_fields[k], name)) return PETSC_TRUE;
+  return PETSC_FALSE;
+}
+
+/* SI units of the frame datasets (an HDF5 attribute "units" on each; 2D
+ * quantities are per unit depth). */
+static const char *Units(const char *name, PetscInt dim)
+{
+  static const char *const table[][3] = {
+    {"position", "m", "m"},          {"velocity", "m/s", "m/s"}, {"mass", "kg/m", "kg"},       {"volume", "m^2", "m^3"}, {"pressure", "Pa", "Pa"},
+    {"dev_stress_norm", "Pa", "Pa"}, {"radius", "m", "m"},       {"connectivity", "-", "-"}, {NULL, NULL, NULL}};
+  for (int k = 0; table[k][0]; k++)
+    if (!strcmp(table[k][0], name)) return table[k][dim == 2 ? 1 : 2];
+  return "-"; /* ids, indices, flags and ratios */
+}
+
+/* Real fields in the precision of -output_precision. */
+static hid_t FileType(const MPMSim sim, MPMFieldType t) { return t == MPM_FIELD_REAL && sim->output_single ? H5T_NATIVE_FLOAT : H5Type(t); }
+
+static PetscErrorCode WriteUnits(hid_t file, const char *name, const char *units)
+{
+  hid_t d;
+
+  PetscFunctionBeginUser;
+  H5CALL(d = H5Dopen2(file, name, H5P_DEFAULT));
+  PetscCall(MPMH5WriteString(d, "units", units));
+  H5CALL(H5Dclose(d));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* -output_fields names only arrays a frame has: checked before the first
+ * frame, naming the allowed values. */
+PetscErrorCode MPMOutputCheckFields(MPMSim sim)
+{
+  MPMOutputArray list[MPM_MAX_OUTPUT];
+  char           allowed[2048] = "";
+
+  PetscFunctionBeginUser;
+  for (PetscInt s = 0; s < sim->nspecies; s++) {
+    const PetscInt n = OutputList(sim->species[s], list);
+    for (PetscInt k = 0; k < n; k++)
+      if (!strstr(allowed, list[k].name)) {
+        PetscCall(PetscStrlcat(allowed, allowed[0] ? ", " : "", sizeof(allowed)));
+        PetscCall(PetscStrlcat(allowed, list[k].name, sizeof(allowed)));
+      }
+  }
+  for (PetscInt f = 0; f < sim->noutput_fields; f++) {
+    PetscBool found = PETSC_FALSE;
+    for (PetscInt s = 0; s < sim->nspecies && !found; s++) {
+      const PetscInt n = OutputList(sim->species[s], list);
+      for (PetscInt k = 0; k < n && !found; k++) found = !strcmp(list[k].name, sim->output_fields[f]) ? PETSC_TRUE : PETSC_FALSE;
+    }
+    PetscCheck(found, sim->comm, PETSC_ERR_USER_INPUT, "-output_fields %s: not a field of this run's frames; allowed: %s", sim->output_fields[f], allowed);
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode FrameAttributes(MPMSim sim, hid_t file)
 {
   const double  rattr[2] = {sim->t, sim->dt};
@@ -119,21 +182,31 @@ static PetscErrorCode FrameAttributes(MPMSim sim, hid_t file)
 /* Every output array (computed before the file is created, so a failure
  * to allocate them touches no file), and the Polyvertex connectivity
  * 0..N-1 ParaView needs. */
-static PetscErrorCode WriteParticles(PetscInt n, const MPMOutputArray *arr, const char *group, MPMH5File *F)
+static PetscErrorCode WriteParticles(const MPMSim sim, PetscInt n, const MPMOutputArray *arr, const char *group, MPMH5File *F)
 {
-  int64_t *conn;
-  char     name[2 * MPM_NAME_LEN + 64];
+  char name[2 * MPM_NAME_LEN + 64];
 
   PetscFunctionBeginUser;
   for (PetscInt k = 0; k < n; k++) {
+    if (!Selected(sim, arr[k].name)) continue;
     PetscCall(PetscSNPrintf(name, sizeof(name), "%s%s", group, arr[k].name));
-    PetscCall(MPMH5WriteArray(F, name, H5Type(arr[k].type), arr[k].ncomp, arr[k].data));
+    PetscCall(MPMH5WriteArrayAs(F, name, H5Type(arr[k].type), FileType(sim, arr[k].type), arr[k].ncomp, arr[k].data));
+    PetscCall(WriteUnits(F->file, name, Units(arr[k].name, sim->dim)));
   }
-  PetscCall(PetscMalloc1(F->n + 1, &conn));
-  for (PetscInt q = 0; q < F->n; q++) conn[q] = F->offset + q;
   PetscCall(PetscSNPrintf(name, sizeof(name), "%sconnectivity", group));
-  PetscCall(MPMH5WriteArray(F, name, H5T_NATIVE_INT64, 1, conn));
-  PetscCall(PetscFree(conn));
+  if (F->total < INT32_MAX) { /* 4 bytes a particle where they suffice */
+    int32_t *conn;
+    PetscCall(PetscMalloc1(F->n + 1, &conn));
+    for (PetscInt q = 0; q < F->n; q++) conn[q] = (int32_t)(F->offset + q);
+    PetscCall(MPMH5WriteArray(F, name, H5T_NATIVE_INT32, 1, conn));
+    PetscCall(PetscFree(conn));
+  } else {
+    int64_t *conn;
+    PetscCall(PetscMalloc1(F->n + 1, &conn));
+    for (PetscInt q = 0; q < F->n; q++) conn[q] = F->offset + q;
+    PetscCall(MPMH5WriteArray(F, name, H5T_NATIVE_INT64, 1, conn));
+    PetscCall(PetscFree(conn));
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -158,7 +231,7 @@ static const char *XdmfType(int ncomp)
   }
 }
 
-static void XdmfAttribute(char *buf, size_t len, const MPMFrameRecord *r, PetscInt s, const char *group, const MPMOutputArray *a)
+static void XdmfAttribute(const MPMSim sim, char *buf, size_t len, const MPMFrameRecord *r, PetscInt s, const char *group, const MPMOutputArray *a)
 {
   char dims[64];
   if (a->ncomp > 1) snprintf(dims, sizeof(dims), "%lld %d", (long long)r->n[s], a->ncomp);
@@ -168,7 +241,8 @@ static void XdmfAttribute(char *buf, size_t len, const MPMFrameRecord *r, PetscI
            "      <Attribute Name=\"%s\" AttributeType=\"%s\" Center=\"Node\">\n"
            "        <DataItem Dimensions=\"%s\" NumberType=\"%s\" Precision=\"%d\" Format=\"HDF\">frames/frame_%05d.h5:/%s%s</DataItem>\n"
            "      </Attribute>\n",
-           a->name, XdmfType(a->ncomp), dims, a->type == MPM_FIELD_REAL ? "Float" : "Int", a->type == MPM_FIELD_INT32 ? 4 : 8, (int)r->frame, group, a->name);
+           a->name, XdmfType(a->ncomp), dims, a->type == MPM_FIELD_REAL ? "Float" : "Int", a->type == MPM_FIELD_INT32 || (a->type == MPM_FIELD_REAL && sim->output_single) ? 4 : 8, (int)r->frame, group,
+           a->name);
 }
 
 /* The XDMF time series of species s over all frames so far (rank 0):
@@ -192,13 +266,13 @@ static PetscErrorCode WriteXdmfSpecies(MPMSim sim, PetscInt s)
     snprintf(buf + l, len - l,
              "    <Grid Name=\"frame_%05d\" GridType=\"Uniform\">\n      <Time Value=\"%.10g\"/>\n"
              "      <Topology TopologyType=\"Polyvertex\" NumberOfElements=\"%lld\" NodesPerElement=\"1\">\n"
-             "        <DataItem Dimensions=\"%lld\" NumberType=\"Int\" Precision=\"8\" Format=\"HDF\">frames/frame_%05d.h5:/%sconnectivity</DataItem>\n"
+             "        <DataItem Dimensions=\"%lld\" NumberType=\"Int\" Precision=\"%d\" Format=\"HDF\">frames/frame_%05d.h5:/%sconnectivity</DataItem>\n"
              "      </Topology>\n      <Geometry GeometryType=\"XYZ\">\n"
-             "        <DataItem Dimensions=\"%lld 3\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">frames/frame_%05d.h5:/%sposition</DataItem>\n"
+             "        <DataItem Dimensions=\"%lld 3\" NumberType=\"Float\" Precision=\"%d\" Format=\"HDF\">frames/frame_%05d.h5:/%sposition</DataItem>\n"
              "      </Geometry>\n",
-             (int)r->frame, r->t, n, n, (int)r->frame, group, n, (int)r->frame, group);
+             (int)r->frame, r->t, n, n, n < INT32_MAX ? 4 : 8, (int)r->frame, group, n, sim->output_single ? 4 : 8, (int)r->frame, group);
     for (PetscInt k = 0; k < na; k++)
-      if (strcmp(list[k].name, "position")) XdmfAttribute(buf, len, r, s, group, &list[k]);
+      if (strcmp(list[k].name, "position") && Selected(sim, list[k].name)) XdmfAttribute(sim, buf, len, r, s, group, &list[k]);
     l = strlen(buf);
     snprintf(buf + l, len - l, "    </Grid>\n");
   }
@@ -267,7 +341,7 @@ PetscErrorCode MPMOutputFrame(MPMSim sim)
     }
     F.n = sim->species[s]->p.n;
     PetscCall(MPMGlobalOffset(sim->comm, F.n, &F.offset, &F.total));
-    PetscCall(WriteParticles(na[s], arr[s], group, &F));
+    PetscCall(WriteParticles(sim, na[s], arr[s], group, &F));
     total[s] = F.total;
   }
   PetscCall(FrameAttributes(sim, F.file));

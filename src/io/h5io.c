@@ -64,12 +64,20 @@ static PetscErrorCode RowBlock(const MPMH5File *F, int ncols, hid_t *fspace, hid
 
 PetscErrorCode MPMH5WriteArray(MPMH5File *F, const char *name, hid_t type, int ncols, const void *data)
 {
+  PetscFunctionBeginUser;
+  PetscCall(MPMH5WriteArrayAs(F, name, type, type, ncols, data));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The same, stored as filetype (HDF5 converts: double data as float). */
+PetscErrorCode MPMH5WriteArrayAs(MPMH5File *F, const char *name, hid_t type, hid_t filetype, int ncols, const void *data)
+{
   static const double dummy[9] = {0};
   hid_t               fspace, mspace, dset;
 
   PetscFunctionBeginUser;
   PetscCall(RowBlock(F, ncols, &fspace, &mspace));
-  H5CALL(dset = H5Dcreate2(F->file, name, type, fspace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  H5CALL(dset = H5Dcreate2(F->file, name, filetype, fspace, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
   /* every rank takes part in the collective write, also with 0 rows; an
    * empty dataset (no rows anywhere) is not written at all */
   if (F->total > 0) H5CALL(H5Dwrite(dset, type, mspace, fspace, F->dxpl, F->n > 0 ? data : (const void *)dummy));

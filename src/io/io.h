@@ -46,6 +46,7 @@ typedef struct {
 } MPMOutputArray;
 
 PetscErrorCode MPMOutputArraysGet(MPMSpecies *sp, PetscInt *n, MPMOutputArray **arrays);
+PetscErrorCode MPMOutputCheckFields(MPMSim sim);
 PetscErrorCode MPMOutputArraysRestore(PetscInt n, MPMOutputArray **arrays);
 
 /* ------------------------------------------------------------ checkpoints */
@@ -74,6 +75,7 @@ typedef struct {
   hid_t   file, dxpl;
   int64_t offset, total, n;
 } MPMH5File;
+PetscErrorCode MPMH5WriteArrayAs(MPMH5File *F, const char *name, hid_t type, hid_t filetype, int ncols, const void *data);
 
 PetscErrorCode MPMH5Create(MPI_Comm comm, const char *path, MPMH5File *F);
 /* Open for reading; returns PETSC_FALSE in *ok (no error) if the file is not

@@ -290,6 +290,7 @@ static PetscErrorCode OutputSetUpRank0(MPMSim sim, PetscBool restarted)
 PetscErrorCode MPMOutputSetUp(MPMSim sim, PetscBool restarted)
 {
   PetscFunctionBeginUser;
+  PetscCall(MPMOutputCheckFields(sim));
   PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? OutputSetUpRank0(sim, restarted) : PETSC_SUCCESS, "creating the output directory, run.json or history.csv"));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
