@@ -32,11 +32,18 @@ def main():
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     t = h["t"]
-    E = h["kinetic_energy"] + h["elastic_energy"]
+    pe = h["potential_energy"] - h["potential_energy"][0] if "potential_energy" in h else 0 * t
+    diss = h["dissipated_energy"] if "dissipated_energy" in h else 0 * t
+    wobj = h["work_objects"] if "work_objects" in h else 0 * t
+    E = h["kinetic_energy"] + h["elastic_energy"] + pe  # mechanical energy, potential relative to t0
     fig, ax = plt.subplots(1, 3, figsize=(13, 3.4))
     ax[0].plot(t, h["kinetic_energy"], label="kinetic")
     ax[0].plot(t, h["elastic_energy"], label="elastic")
-    ax[0].plot(t, E, "k", label="total")
+    ax[0].plot(t, pe, label="potential - potential(t0)")
+    ax[0].plot(t, diss, label="dissipated")
+    if np.abs(wobj).max() > 0:
+        ax[0].plot(t, wobj, label="work by objects")
+    ax[0].plot(t, E + diss - wobj, "k", label="mechanical + dissipated - work in")
     ax[0].set_xlabel("t [s]")
     ax[0].set_ylabel("energy [J] (J/m in 2D)")
     ax[0].legend(fontsize=7)
@@ -56,9 +63,11 @@ def main():
     fig.tight_layout()
     png = args.png or os.path.join(args.outdir, "history.png")
     fig.savefig(png, dpi=120)
-    drift = (E[-1] - E[0]) / E[0] if E[0] else float("nan")
-    print("history: %d rows, t = %.4g..%.4g s, mass drift %.3g, total energy %.6g -> %.6g (%+.3g %%), plot %s"
-          % (len(t), t[0], t[-1], (h["mass"][-1] - h["mass"][0]) / h["mass"][0], E[0], E[-1], 100 * drift, png))
+    put_in = h["kinetic_energy"][0] + h["elastic_energy"][0] + max(0.0, -pe[-1]) + max(0.0, wobj[-1])  # what the run had to spend
+    share = 100 * diss[-1] / put_in if put_in > 0 else 0.0
+    print("history: %d rows, t = %.4g..%.4g s, mass drift %.3g, energy at the end: kinetic %.6g, elastic %.6g, potential change %.6g, dissipated %.6g "
+          "(%.3g %% of the initial energy, the potential energy released and the work put in), work by objects %.6g, plot %s"
+          % (len(t), t[0], t[-1], (h["mass"][-1] - h["mass"][0]) / h["mass"][0], h["kinetic_energy"][-1], h["elastic_energy"][-1], pe[-1], diss[-1], share, wobj[-1], png))
 
 
 if __name__ == "__main__":

@@ -414,7 +414,9 @@ static void BookTotals(MPMColliders c, const double *ft, double elapsed, double 
     const double *f   = ft + 6 * o;
     double       *tot = c->total + MPM_COLLIDER_TOTALS * o;
     const double  F   = sqrt(f[0] * f[0] + f[1] * f[1] + f[2] * f[2]);
+    const double *v = c->obj[o].ps.vel, *w = c->obj[o].ps.omega;
     for (int k = 0; k < 6; k++) tot[k] += f[k] * elapsed;
+    tot[8] -= elapsed * (f[0] * v[0] + f[1] * v[1] + f[2] * v[2] + f[3] * w[0] + f[4] * w[1] + f[5] * w[2]);
     if (F > tot[6]) {
       tot[6] = F;
       tot[7] = t;

@@ -81,7 +81,7 @@ PetscErrorCode MPMCollidersBodiesRelax(MPMColliders c, MPI_Comm comm);
 void           MPMCollidersBodiesMark(MPMColliders c);
 PetscErrorCode MPMCollidersBodiesSettle(MPMColliders c, MPI_Comm comm);
 double         MPMCollidersBodiesSpeed(MPMColliders c);
-#define MPM_COLLIDER_TOTALS 8
+#define MPM_COLLIDER_TOTALS 9 /* ..., [8]: work done on the material by the object [J] (-(J.v + L.omega), exact for prescribed rigid motion) */
 PetscErrorCode MPMCollidersReport(MPMColliders c, MPI_Comm comm, double t, double *ft);
 
 #endif

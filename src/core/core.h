@@ -371,6 +371,10 @@ struct _p_MPMSim {
   double      dt_taken_last, vmax;         /* the last step taken; the fastest particle after it [m/s] */
   PetscInt    monitor;                     /* -monitor: a progress line every this many steps (0: off) */
   PetscBool   output_single;               /* -output_precision single: frames store reals as float */
+  /* energy budget (io/records.c): the total at t = 0, and the work the
+   * gravity ramp did by raising g under the particles */
+  double      energy0, work_ramp;
+  PetscBool   energy0_set;
   char       *output_fields[MPM_MAX_NAMES]; /* -output_fields: the frame datasets (none given: all) */
   PetscInt    noutput_fields;
   double      monitor_wall;                /* -monitor_wall: and every this many seconds of wall time (0: off) */

@@ -338,6 +338,7 @@ static PetscErrorCode Step(MPMSim sim)
   double           dt = sim->dt, vmax = 0;
   int64_t          emitted;
   MPMDtLimit       why = sim->dt_limit;
+  const double     gs0 = MPMGravityScale(sim);
 
   PetscFunctionBeginUser;
   /* the stable range, before landing exactly on output times and on t_end */
@@ -355,6 +356,11 @@ static PetscErrorCode Step(MPMSim sim)
   }
   sim->t += dt;
   sim->step++;
+  if (MPMGravityScale(sim) != gs0) { /* the ramp raised g under the particles: work put in (energy budget) */
+    double pe;
+    PetscCall(MPMPotentialEnergyFull(sim, &pe));
+    sim->work_ramp += (MPMGravityScale(sim) - gs0) * pe;
+  }
   sim->step_limit    = why;
   sim->dt_taken_last = dt;
   sim->dt_taken_lo = sim->step == 1 ? dt : PetscMin(sim->dt_taken_lo, dt);

@@ -206,6 +206,10 @@ static PetscErrorCode WriteState(MPMSim sim, hid_t file)
     for (int k = 0; k < MPM_DT_NREASONS; k++) lim[k + 2] = sim->dt_count[k];
     PetscCall(MPMH5WriteAttr(file, "dt_limit_takenmin_counts", H5T_NATIVE_DOUBLE, MPM_DT_NREASONS + 2, lim));
   }
+  {
+    const double e[3] = {sim->energy0, (double)sim->energy0_set, sim->work_ramp};
+    PetscCall(MPMH5WriteAttr(file, "energy0_set_workramp", H5T_NATIVE_DOUBLE, 3, e));
+  }
   PetscCall(WriteTotals(sim, file));
   for (PetscInt e = 0; e < sim->nem; e++) layers[e] = sim->em[e].layers;
   layers[sim->nem] = sim->nem;
@@ -533,6 +537,13 @@ static PetscErrorCode ReadState(MPMSim sim, hid_t file, const char *what, int64_
     sim->dt_limit    = (MPMDtLimit)lim[0];
     sim->dt_taken_lo = lim[1];
     for (int k = 0; k < MPM_DT_NREASONS; k++) sim->dt_count[k] = lim[k + 2];
+  }
+  if (H5Aexists(file, "energy0_set_workramp") > 0) { /* checkpoints before 2026-11-26: the budget starts at the restart */
+    double e[3];
+    PetscCall(MPMH5ReadAttr(file, "energy0_set_workramp", H5T_NATIVE_DOUBLE, 3, e, what));
+    sim->energy0     = e[0];
+    sim->energy0_set = e[1] != 0;
+    sim->work_ramp   = e[2];
   }
   PetscCall(ReadTotals(sim, file, what));
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -17,6 +17,7 @@ typedef struct {
   int64_t n;            /* particles */
   double  mass, mom[3]; /* total mass [kg], momentum [kg m/s] */
   double  ke, ee;       /* kinetic and elastic energy [J] */
+  double  pe;           /* gravitational potential energy -sum m g.(x - domain_lo), g with -gravity_ramp's factor [J] */
   double  vmax;         /* largest particle speed [m/s] */
 } MPMDiagnostics;
 
@@ -47,6 +48,7 @@ typedef struct {
 
 PetscErrorCode MPMOutputArraysGet(MPMSpecies *sp, PetscInt *n, MPMOutputArray **arrays);
 PetscErrorCode MPMOutputCheckFields(MPMSim sim);
+PetscErrorCode MPMPotentialEnergyFull(MPMSim sim, double *pe);
 PetscErrorCode MPMOutputArraysRestore(PetscInt n, MPMOutputArray **arrays);
 
 /* ------------------------------------------------------------ checkpoints */

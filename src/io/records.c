@@ -144,7 +144,7 @@ static PetscErrorCode HistoryHeader(MPMSim sim, char **header)
 
   PetscFunctionBeginUser;
   PetscCall(PetscMalloc1(len, &h));
-  PetscCall(PetscStrncpy(h, "t,step,particles,mass,momentum_x,momentum_y,momentum_z,kinetic_energy,elastic_energy,dt,vmax,imbalance", len));
+  PetscCall(PetscStrncpy(h, "t,step,particles,mass,momentum_x,momentum_y,momentum_z,kinetic_energy,elastic_energy,dt,vmax,imbalance,potential_energy,work_objects,dissipated_energy", len));
   PetscCall(MPMIntegratorStats(sim->integ, &st));
   for (PetscInt i = 0; i < st.n; i++) PetscCall(PetscSNPrintf(h + strlen(h), len - strlen(h), ",%s", st.name[i]));
   for (PetscInt o = 0; o < c->nobj; o++) {
@@ -295,21 +295,40 @@ PetscErrorCode MPMOutputSetUp(MPMSim sim, PetscBool restarted)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The energy budget (collective through the collider totals, already
+ * reduced): the work done on the material by the objects and faces since
+ * the start, and what was dissipated (plastic flow, friction, collisions
+ * and the transfers' numerical dissipation): the initial total plus the
+ * work put in (objects, the gravity ramp) less the current total. */
+static void Budget(MPMSim sim, const MPMDiagnostics *d, double *work_objects, double *dissipated)
+{
+  const MPMColliders c = sim->colliders;
+  double             w = 0;
+  for (PetscInt o = 0; o < c->nobj; o++) w += c->total[MPM_COLLIDER_TOTALS * o + 8];
+  if (!sim->energy0_set) {
+    sim->energy0     = d->ke + d->ee + d->pe;
+    sim->energy0_set = PETSC_TRUE;
+  }
+  *work_objects = w;
+  *dissipated   = sim->energy0 + w + sim->work_ramp - (d->ke + d->ee + d->pe);
+}
+
 /* The collider forces are collective (summed over ranks), so every rank
  * calls this; rank 0 writes the row. */
 PetscErrorCode MPMOutputHistory(MPMSim sim, const MPMDiagnostics *d)
 {
   MPMStepStats       st;
   const MPMColliders c = sim->colliders;
-  double            *ft;
+  double            *ft, wobj, diss;
 
   PetscFunctionBeginUser;
   PetscCall(PetscMalloc1(6 * c->nobj + 1, &ft));
   PetscCall(MPMCollidersReport(c, sim->comm, sim->t, ft));
   PetscCall(MPMIntegratorStats(sim->integ, &st));
+  Budget(sim, d, &wobj, &diss);
   if (sim->rank == 0 && sim->history) {
-    fprintf(sim->history, "%.12g,%" PetscInt_FMT ",%lld,%.15g,%.15g,%.15g,%.15g,%.15g,%.15g,%.6g,%.6g,%.4f", sim->t, sim->step, (long long)d->n, d->mass, d->mom[0], d->mom[1],
-            d->mom[2], d->ke, d->ee, sim->dt, d->vmax, sim->imbalance);
+    fprintf(sim->history, "%.12g,%" PetscInt_FMT ",%lld,%.15g,%.15g,%.15g,%.15g,%.15g,%.15g,%.6g,%.6g,%.4f,%.15g,%.15g,%.15g", sim->t, sim->step, (long long)d->n, d->mass, d->mom[0],
+            d->mom[1], d->mom[2], d->ke, d->ee, sim->dt, d->vmax, sim->imbalance, d->pe, wobj, diss);
     for (PetscInt i = 0; i < st.n; i++) fprintf(sim->history, ",%.10g", st.value[i]);
     for (PetscInt o = 0; o < c->nobj; o++) {
       const double *f = ft + 6 * o;
@@ -446,7 +465,7 @@ static PetscErrorCode StatsTotals(MPMSim sim, char *buf, size_t len)
 PetscErrorCode MPMOutputSummary(MPMSim sim)
 {
   MPMDiagnostics d;
-  double         rss[2] = {PeakRSSBytes(), 0}, rss_sum, wall;
+  double         rss[2] = {PeakRSSBytes(), 0}, rss_sum, wall, wobj, diss;
   char          *text, *counts, *nodes, path[PETSC_MAX_PATH_LEN], stats[16384];
   const size_t   clen = 24 * (size_t)sim->size + 16, tlen = 8192 + sizeof(stats) + 2 * clen;
   int64_t        owned = 1;
@@ -454,6 +473,7 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
 
   PetscFunctionBeginUser;
   PetscCall(MPMComputeDiagnostics(sim, &d));
+  Budget(sim, &d, &wobj, &diss);
   rss_sum = rss[0];
   PetscCall(MPMGlobalSum(sim->comm, &rss_sum, 1));
   PetscCall(MPMGlobalMax(sim->comm, rss, 1));
@@ -469,12 +489,13 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
                           "{\n  \"version\": \"%s\",\n  \"ranks\": %d,\n  \"dim\": %" PetscInt_FMT ",\n  \"particles\": %lld,\n  \"particles_deleted\": %lld,\n"
                           "  \"particles_emitted\": %lld,\n  \"particles_split\": %lld,\n  \"particles_merged\": %lld,\n  \"steps\": %" PetscInt_FMT ",\n  \"simulated_time\": %.12g,\n  \"dt_min\": %.6g,\n  \"dt_max\": %.6g,\n"
                           "  \"total_mass\": %.15g,\n  \"total_momentum\": [%.15g, %.15g, %.15g],\n  \"kinetic_energy\": %.15g,\n  \"elastic_energy\": %.15g,\n"
+                          "  \"potential_energy\": %.15g,\n  \"work_objects\": %.15g,\n  \"dissipated_energy\": %.15g,\n"
                           "  \"wall_seconds\": %.6g,\n  \"wall_seconds_stepping\": %.6g,\n  \"particle_steps\": %.6g,\n  \"particle_steps_per_second\": %.6g,\n"
                           "  \"particle_steps_per_second_per_rank\": %.6g,\n  \"state_bytes_per_particle\": %zu,\n  \"peak_rss_bytes_max_rank\": %.6g,\n"
                           "  \"peak_rss_bytes_total\": %.6g,\n  \"output_frames\": %" PetscInt_FMT ",\n  \"particles_per_rank\": [%s],\n"
                           "  \"nodes_per_rank\": [%s],\n  \"balance_node_cost\": %.6g,\n  \"rebalances\": %" PetscInt_FMT ",\n  \"checkpoints_written\": %" PetscInt_FMT ",\n  \"checkpoint_seconds\": %.6g,\n%s  \"status\": \"%s\"\n}\n",
                           MPMVersion(), sim->size, sim->dim, (long long)d.n, (long long)sim->n_deleted, (long long)sim->n_emitted, (long long)sim->n_split, (long long)sim->n_merged, sim->step,
-                          sim->t, sim->step ? sim->dt_lo : 0.0, sim->step ? sim->dt_hi : 0.0, d.mass, d.mom[0], d.mom[1], d.mom[2], d.ke, d.ee, wall, sim->wall_steps, psteps,
+                          sim->t, sim->step ? sim->dt_lo : 0.0, sim->step ? sim->dt_hi : 0.0, d.mass, d.mom[0], d.mom[1], d.mom[2], d.ke, d.ee, d.pe, wobj, diss, wall, sim->wall_steps, psteps,
                           rate, rate / sim->size, sim->species[0]->p.bytes, rss[0], rss_sum, sim->frame, counts, nodes, sim->balance_node_cost, sim->rebalances, sim->ckpt_count, sim->ckpt_seconds,
                           stats, sim->exit_code == MPM_EXIT_CHECKPOINTED ? "checkpointed" : (sim->exit_code == MPM_EXIT_NONFINITE ? "nonfinite" : "finished")));
   PetscCall(JsonFiniteNumbers(text, tlen));
@@ -496,36 +517,58 @@ PetscErrorCode MPMOutputFinalize(MPMSim sim)
 
 /* Global invariants: count, mass, momentum, kinetic and elastic energy, the
  * fastest particle. */
+/* Collective: -sum m g.(x - domain_lo) with the full gravity (the ramp's
+ * work per step is this times the change of its factor). */
+PetscErrorCode MPMPotentialEnergyFull(MPMSim sim, double *pe)
+{
+  const PetscInt d = sim->dim;
+
+  PetscFunctionBeginUser;
+  *pe = 0;
+  for (PetscInt sp = 0; sp < sim->nspecies; sp++) {
+    const MPMParticles *p = &sim->species[sp]->p;
+    const double       *m = MPMFieldReal(p, p->f_m), *x = MPMFieldReal(p, p->f_x);
+    for (PetscInt q = 0; q < p->n; q++)
+      for (PetscInt a = 0; a < d; a++) *pe -= m[q] * sim->gravity[a] * (x[q * d + a] - sim->layout.lo[a]);
+  }
+  PetscCall(MPMGlobalSum(sim->comm, pe, 1));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode MPMComputeDiagnostics(MPMSim sim, MPMDiagnostics *out)
 {
   const PetscInt d = sim->dim;
-  double         s[7] = {0}, vmax = 0;
+  const double   gs = MPMGravityScale(sim);
+  double         s[8] = {0}, vmax = 0;
 
   PetscFunctionBeginUser;
   for (PetscInt sp = 0; sp < sim->nspecies; sp++) {
     const MPMParticles *p = &sim->species[sp]->p;
-    const double       *m = MPMFieldReal(p, p->f_m), *v = MPMFieldReal(p, p->f_v);
+    const double       *m = MPMFieldReal(p, p->f_m), *v = MPMFieldReal(p, p->f_v), *x = MPMFieldReal(p, p->f_x);
     for (PetscInt q = 0; q < p->n; q++) {
-      double v2 = 0;
+      double v2 = 0, gx = 0;
       s[0] += 1;
       s[1] += m[q];
       for (PetscInt a = 0; a < d; a++) {
         s[2 + a] += m[q] * v[q * d + a];
         v2 += v[q * d + a] * v[q * d + a];
+        gx += sim->gravity[a] * (x[q * d + a] - sim->layout.lo[a]);
       }
       s[5] += 0.5 * m[q] * v2;
+      s[7] -= gs * m[q] * gx;
       vmax = PetscMax(vmax, v2);
     }
     s[6] += MPMMaterialsElasticEnergy(sim->species[sp]); /* (K20) */
   }
   vmax = sqrt(vmax);
-  PetscCall(MPMGlobalSum(sim->comm, s, 7));
+  PetscCall(MPMGlobalSum(sim->comm, s, 8));
   PetscCall(MPMGlobalMax(sim->comm, &vmax, 1));
   out->n    = (int64_t)s[0];
   out->mass = s[1];
   for (PetscInt a = 0; a < 3; a++) out->mom[a] = s[2 + a];
   out->ke   = s[5];
   out->ee   = s[6];
+  out->pe   = s[7];
   out->vmax = vmax;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
