@@ -28,6 +28,7 @@ install(DIRECTORY postproc/ DESTINATION ${MPM_INSTALL_DATADIR}/postproc PATTERN 
 install(DIRECTORY jobscripts/ DESTINATION ${MPM_INSTALL_DATADIR}/jobscripts)
 install(DIRECTORY docs/ DESTINATION ${MPM_INSTALL_DOCDIR})
 install(FILES README.md DESTINATION ${MPM_INSTALL_DOCDIR})
+install(FILES docs/man/granular-mpm.1 DESTINATION ${CMAKE_INSTALL_MANDIR}/man1) # docs/man/make_manpage.py
 
 # CMake package: the targets granular_mpm::mpm and granular_mpm::mpmkernels
 install(EXPORT granular-mpm-targets NAMESPACE granular_mpm:: DESTINATION ${MPM_INSTALL_CMAKEDIR})

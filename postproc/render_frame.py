@@ -46,6 +46,98 @@ def fail(msg):
     sys.exit(2)
 
 
+# SI units of the frame fields (the datasets' "units" attribute); 2D mass
+# and volume are per unit depth
+UNITS = {"velocity": "m/s", "position": "m", "pressure": "Pa", "dev_stress_norm": "Pa", "radius": "m"}
+
+
+def units(field, is2d):
+    if field == "mass":
+        return "kg/m" if is2d else "kg"
+    if field == "volume":
+        return "m^2" if is2d else "m^3"
+    return UNITS.get(field, "-")
+
+
+def run_options(outdir):
+    """The run's options (run.json) as a dict of strings; {} without one."""
+    import json
+    try:
+        text = json.load(open(os.path.join(outdir, "run.json")))["options"]
+    except (OSError, ValueError, KeyError):
+        return {}
+    opts, key = {}, None
+    for tok in text.split():
+        if tok.startswith("-") and not tok[1:2].isdigit() and tok[1:2] != ".":
+            key = tok[1:]
+            opts[key] = ""
+        elif key:
+            opts[key] = tok
+    return opts
+
+
+def vec(opts, key):
+    try:
+        return [float(v) for v in opts[key].split(",")]
+    except (KeyError, ValueError):
+        return None
+
+
+def scene_outlines(pv, view, opts, is2d):
+    """The domain's outline (grey) and the collision objects that are boxes,
+    spheres, cylinders or polygons (dark red), from the run's options; the
+    camera still fits the particles.  Returns the number of objects drawn."""
+    import math
+    shown = []
+
+    def line(points, color, closed=True):
+        src = pv.PolyLineSource(Points=[c for p in points for c in (list(p) + [0.0] * (3 - len(p)))], Closed=1 if closed else 0)
+        d = pv.Show(src, view)
+        d.AmbientColor = d.DiffuseColor = color
+        d.LineWidth = 2.0
+        shown.append(src)
+
+    lo, hi = vec(opts, "domain_lo"), vec(opts, "domain_hi")
+    if lo and hi:
+        if is2d:
+            line([(lo[0], lo[1]), (hi[0], lo[1]), (hi[0], hi[1]), (lo[0], hi[1])], [0.6, 0.6, 0.6])
+        else:
+            box = pv.Box(XLength=hi[0] - lo[0], YLength=hi[1] - lo[1], ZLength=hi[2] - lo[2], Center=[0.5 * (a + b) for a, b in zip(lo, hi)])
+            d = pv.Show(box, view)
+            d.SetRepresentationType("Outline")
+            d.AmbientColor = d.DiffuseColor = [0.6, 0.6, 0.6]
+    drawn, red = 0, [0.6, 0.0, 0.0]
+    for name in [n for n in opts.get("objects", "").split(",") if n]:
+        shape, p = opts.get(name + "_shape", "box"), name + "_"
+        if opts.get(p + "rotation") or opts.get(p + "velocity") or opts.get(p + "angular_velocity"):
+            continue  # drawn where it starts only if it stays: skip moving or turned objects
+        if shape == "box" and vec(opts, p + "lo") and vec(opts, p + "hi"):
+            a, b = vec(opts, p + "lo"), vec(opts, p + "hi")
+            if is2d:
+                line([(a[0], a[1]), (b[0], a[1]), (b[0], b[1]), (a[0], b[1])], red)
+            else:
+                box = pv.Box(XLength=b[0] - a[0], YLength=b[1] - a[1], ZLength=b[2] - a[2], Center=[0.5 * (x + y) for x, y in zip(a, b)])
+                d = pv.Show(box, view)
+                d.SetRepresentationType("Outline")
+                d.AmbientColor = d.DiffuseColor = red
+            drawn += 1
+        elif shape in ("sphere", "cylinder") and vec(opts, p + "center") and opts.get(p + "radius"):
+            c, r = vec(opts, p + "center"), float(opts[p + "radius"])
+            if is2d:
+                line([(c[0] + r * math.cos(2 * math.pi * k / 96), c[1] + r * math.sin(2 * math.pi * k / 96)) for k in range(96)], red)
+            else:
+                sph = pv.Sphere(Center=c, Radius=r, ThetaResolution=24, PhiResolution=12)
+                d = pv.Show(sph, view)
+                d.SetRepresentationType("Wireframe")
+                d.AmbientColor = d.DiffuseColor = red
+            drawn += 1
+        elif shape == "polygon" and is2d and vec(opts, p + "vertices"):
+            v, c = vec(opts, p + "vertices"), vec(opts, p + "center") or [0.0, 0.0]
+            line([(v[2 * k] + c[0], v[2 * k + 1] + c[1]) for k in range(len(v) // 2)], red)
+            drawn += 1
+    return drawn
+
+
 def parse_args():
     p = argparse.ArgumentParser(
         prog="render_frame.py",
@@ -178,6 +270,7 @@ def main():
             fail("--color %s: %s has %d component(s)" % (a.color, field, ncomp))
         rng = arr.GetRange(-1 if (ncomp > 1 and comp is None) else (comp or 0))
         label = field + (" magnitude" if ncomp > 1 and comp is None else (" %s" % "xyz"[comp] if comp is not None else ""))
+        label += " [%s]" % units(field, info.GetBounds()[5] - info.GetBounds()[4] <= 1e-12 * max(1e-300, info.GetBounds()[1] - info.GetBounds()[0]))
         print("render_frame: range %s %.17g %.17g" % (field if comp is None else a.color, rng[0], rng[1]))
 
     # ---- view and display
@@ -229,6 +322,16 @@ def main():
             bar.Visibility = 1
         else:
             disp.AmbientColor = disp.DiffuseColor = [0.2, 0.3, 0.8]
+        # axes with units along the particles' bounds, the domain and the objects
+        is2d_view = zmax - zmin <= 1e-9 * max(xmax - xmin, ymax - ymin, 1e-300)
+        grid = disp.DataAxesGrid
+        grid.GridAxesVisibility = 1
+        grid.XTitle, grid.YTitle, grid.ZTitle = "x [m]", "y [m]", "z [m]"
+        for k in ("XTitleColor", "YTitleColor", "ZTitleColor", "XLabelColor", "YLabelColor", "ZLabelColor", "GridColor"):
+            setattr(grid, k, [0.0, 0.0, 0.0])
+        if is2d_view:
+            grid.AxesToLabel = 3  # min x and min y faces only
+        print("render_frame: objects %d" % scene_outlines(pv, view, run_options(outdir), is2d_view))
         nover = over.GetDataInformation().GetNumberOfPoints() if over is not None else 0
         text = pv.Text(Text="t = %.6g s  (frame %d, %d particles%s)" % (t, frame, npts, " + %d %s" % (nover, a.overlay) if over is not None else ""))
         tdisp = pv.Show(text, view)

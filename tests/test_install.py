@@ -10,11 +10,14 @@ then the install is moved (it must not depend on where it was put) and:
   public API: MPMCreate, MPMSetFromOptions, MPMRun, MPMDestroy, a kernel)
   builds with `pkg-config --cflags --libs granular-mpm` and with
   find_package(granular-mpm) and runs a deck;
-- the decks, post-processing scripts, job scripts and docs are installed."""
+- the decks, post-processing scripts, job scripts, docs and the manual
+  page are installed, and the manual page is what the program prints
+  (docs/man/make_manpage.py --check)."""
 import json
 import os
 import shutil
 import subprocess
+import sys
 
 import mpmtest as T
 
@@ -31,9 +34,11 @@ exe = os.path.join(prefix, "bin", "granular-mpm")
 share = os.path.join(prefix, "share", "granular-mpm")
 for rel in ("include/mpm/mpm.h", "include/mpm/kernels.h", "lib/libmpm.a", "lib/libmpmkernels.a", "lib/cmake/granular-mpm/granular-mpm-config.cmake",
             "lib/pkgconfig/granular-mpm.pc", "share/granular-mpm/inputs/column_collapse_2d.yaml", "share/granular-mpm/postproc/render_frame.py",
-            "share/granular-mpm/jobscripts/slurm_default_scene.sbatch", "share/doc/granular-mpm/user-guide.md", "share/doc/granular-mpm/install.md"):
+            "share/granular-mpm/jobscripts/slurm_default_scene.sbatch", "share/doc/granular-mpm/user-guide.md", "share/doc/granular-mpm/install.md", "share/man/man1/granular-mpm.1"):
     c.true("installed: " + rel, os.path.exists(os.path.join(prefix, rel)))
 
+p = subprocess.run([sys.executable, os.path.join(T.SOURCE, "docs", "man", "make_manpage.py"), T.EXE, "--check"], env=env, capture_output=True, text=True, timeout=120)
+c.true("the manual page (docs/man/granular-mpm.1) is what the program's -h and -help print", p.returncode == 0, (p.stdout + p.stderr)[-300:])
 p = subprocess.run([exe, "--version"], env=env, capture_output=True, text=True, timeout=60)
 c.true("installed --version", p.returncode == 0 and p.stdout.startswith("granular-mpm "), p.stdout + p.stderr)
 

@@ -7,7 +7,7 @@
 #include <yaml.h>
 #include <hdf5.h>
 
-static const char help[] = "granular-mpm: distributed explicit material point method for granular flows.\n"
+static const char help[] = "granular-mpm: distributed material point method (and position-based grains) for granular flows.\n"
                            "Usage: mpiexec -n N granular-mpm -options_file_yaml inputs/<deck>.yaml [-option value ...]\n"
                            "Every option below can be set in the deck and overridden on the command line.\n\n";
 
@@ -233,15 +233,15 @@ int main(int argc, char **argv)
 
   if (info >= 0) return info;
   if (CheckDeckFiles(argc, argv)) return 1;
+
+  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   for (int i = 1; i + 1 < argc; i++) /* the deck's directory: its terrain files are found next to it */
     if (!strcmp(argv[i], "-options_file_yaml") || !strcmp(argv[i], "-options_file")) {
       char        dir[4096];
       const char *slash = strrchr(argv[i + 1], '/');
       snprintf(dir, sizeof(dir), "%.*s", slash ? (int)(slash - argv[i + 1]) : 1, slash ? argv[i + 1] : ".");
-      if (MPMSetDeckDirectory(dir)) return 1;
+      PetscCall(MPMSetDeckDirectory(dir));
     }
-
-  PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscPushErrorHandler(InputErrorHandler, NULL));
   PetscCall(MPMCreate(PETSC_COMM_WORLD, &sim));
   in_setup = PETSC_TRUE;
