@@ -16,6 +16,9 @@ a CSV of heights) or a 2D CSV profile.
   mass moves at under a tenth of a frictionless slide's speed while its
   cut edges slump); the same state
   by particle id on 1 and 2 ranks (1e-9).
+- Triangle meshes: an ASCII STL cube, a binary STL cube in mm (-scale)
+  turned by 30 deg, and the shipped hopper fill (OBJ) seed density x their
+  volume (1 %); an STL slab object carries a sand block's weight (2 %).
 - Bad geometry is refused naming the option."""
 import math
 import os
@@ -108,10 +111,52 @@ for ranks in (1, 2):
 a, b = states[1], states[2]
 c.close("terrain object: the same positions by id on 1 and 2 ranks (relative)", np.abs(a["position"] - b["position"]).max() / np.abs(a["position"]).max(), 0.0, atol=1e-9)
 
+# triangle meshes: an ASCII STL cube, the same cube as a binary STL turned
+# by 30 deg about z, the shipped hopper fill (OBJ) against its volume
+import struct
+
+
+def cube_tris(lo, hi):
+    x0, y0, z0 = lo
+    x1, y1, z1 = hi
+    v = [(x0, y0, z0), (x1, y0, z0), (x1, y1, z0), (x0, y1, z0), (x0, y0, z1), (x1, y0, z1), (x1, y1, z1), (x0, y1, z1)]
+    f = [(0, 2, 1), (0, 3, 2), (4, 5, 6), (4, 6, 7), (0, 1, 5), (0, 5, 4), (2, 3, 7), (2, 7, 6), (1, 2, 6), (1, 6, 5), (0, 4, 7), (0, 7, 3)]
+    return [(v[a], v[b], v[c]) for a, b, c in f]
+
+
+def tri_volume(tris):
+    return sum(a[0] * (b[1] * c[2] - b[2] * c[1]) - a[1] * (b[0] * c[2] - b[2] * c[0]) + a[2] * (b[0] * c[1] - b[1] * c[0]) for a, b, c in tris) / 6
+
+
+cube_ascii, cube_bin = os.path.join(work, "cube.stl"), os.path.join(work, "cube_binary.stl")
+with open(cube_ascii, "w") as f:
+    f.write("solid cube\n" + "".join(" facet normal 0 0 0\n  outer loop\n" + "".join("   vertex %g %g %g\n" % p for p in t) + "  endloop\n endfacet\n" for t in cube_tris((-0.1, -0.1, -0.1), (0.1, 0.1, 0.1))) + "endsolid\n")
+with open(cube_bin, "wb") as f:
+    tris = cube_tris((-100, -100, -100), (100, 100, 100))  # in mm: -r_scale 0.001
+    f.write(b" " * 80 + struct.pack("<I", len(tris)) + b"".join(struct.pack("<12fH", 0, 0, 0, *[c for p in t for c in p], 0) for t in tris))
+check_mass("ASCII STL cube (0.2 m)", seeded_mass("stl_ascii", 3, "0,0,0", "0.4,0.4,0.4", 0.01, ["-r_shape", "mesh", "-r_file", cube_ascii, "-r_center", "0.2,0.2,0.2"]), 0.008)
+check_mass("binary STL cube in mm (-scale 0.001), turned 30 deg about z",
+           seeded_mass("stl_binary", 3, "0,0,0", "0.4,0.4,0.4", 0.005, ["-r_shape", "mesh", "-r_file", cube_bin, "-r_scale", "0.001", "-r_center", "0.2,0.2,0.2", "-r_rotation", "0,0,30"]), 0.008)
+fill = os.path.join(T.SOURCE, "inputs", "meshes", "hopper_fill.obj")
+verts = [tuple(float(x) for x in l.split()[1:4]) for l in open(fill) if l.startswith("v ")]
+check_mass("OBJ cone (the hopper's fill, 384 triangles)", seeded_mass("obj", 3, "0,0,0", "0.4,0.56,0.4", 0.005, ["-r_shape", "mesh", "-r_file", fill, "-r_center", "0.2,0,0.2"]),
+           tri_volume([verts[i:i + 3] for i in range(0, len(verts), 3)]))
+# a mesh object carries a block's weight: a 0.3 x 0.04 x 0.3 m STL slab under a sand block
+slab = os.path.join(work, "slab.stl")
+with open(slab, "w") as f:
+    f.write("solid slab\n" + "".join(" facet normal 0 0 0\n  outer loop\n" + "".join("   vertex %g %g %g\n" % p for p in t) + "  endloop\n endfacet\n" for t in cube_tris((0.05, 0.0, 0.05), (0.35, 0.04, 0.35))) + "endsolid\n")
+out = T.outdir("geometry_mesh_object")
+T.run(2, ["-dim", "3", "-dx", "0.02", "-domain_lo", "0,0,0", "-domain_hi", "0.4,0.3,0.4", "-gravity", "0,-9.81,0", "-gravity_ramp", "0.1", "-t_end", "0.2", "-output_dt", "0.1",
+          "-history_interval", "20", "-output_dir", out, "-regions", "r", "-r_material", "sand", "-r_lo", "0.1,0.04,0.1", "-r_hi", "0.3,0.12,0.3", "-objects", "slab", "-slab_shape", "mesh",
+          "-slab_file", slab, "-slab_spacing", "0.01", "-slab_friction", "0.6"] + SAND)
+f, h = T.mpmio.forces(out, "slab"), T.mpmio.history(out)
+c.close("STL object: a sand block's weight on it, fy / (-M g)", f["fy"][f["t"] > 0.15].mean() / (-h["mass"][0] * G), 1.0, rtol=0.02)
+
 # refusals
 for extra, msg in [(["-r_shape", "polygon", "-r_vertices", "0,0,1,1"], "-r_vertices needs at least 3 points"),
                    (["-r_shape", "terrain", "-r_file", "/nonexistent.asc", "-r_clip_to_domain"], "-r_file /nonexistent.asc: cannot read the terrain file"),
-                   (["-r_shape", "difference", "-r_parts", "a"], "-r_parts needs at least 2 part names")]:
+                   (["-r_shape", "difference", "-r_parts", "a"], "-r_parts needs at least 2 part names"),
+                   (["-r_shape", "mesh", "-r_file", cube_ascii], "-r_shape mesh: triangle meshes are 3D; in 2D use -r_shape polygon")]:
     out = T.outdir("geometry_bad")
     p = T.run(1, ["-dim", "2", "-dx", "0.01", "-domain_lo", "0,0", "-domain_hi", "1,1", "-output_dir", out, "-regions", "r", "-r_material", "sand"] + SAND + extra, check=False)
     c.true("refused: %s" % " ".join(extra[:2]), p.returncode == 1 and msg in p.stderr and "PETSC ERROR" not in p.stderr, p.stderr.strip()[-200:])

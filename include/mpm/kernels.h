@@ -421,7 +421,7 @@ static inline void mpm_lame(double E, double nu, double *mu, double *lambda)
 /* ------------------------------------------------------------------------ */
 /* Signed distance functions (negative inside)                                */
 /* ------------------------------------------------------------------------ */
-typedef enum { MPM_SHAPE_HALF_SPACE = 0, MPM_SHAPE_BOX, MPM_SHAPE_SPHERE, MPM_SHAPE_CYLINDER, MPM_SHAPE_POLYGON, MPM_SHAPE_HEIGHTFIELD } MPMShapeType;
+typedef enum { MPM_SHAPE_HALF_SPACE = 0, MPM_SHAPE_BOX, MPM_SHAPE_SPHERE, MPM_SHAPE_CYLINDER, MPM_SHAPE_POLYGON, MPM_SHAPE_HEIGHTFIELD, MPM_SHAPE_SAMPLED } MPMShapeType;
 
 /* Geometry in the shape's own frame, whose origin is the shape's centre:
  *   half space: { x : n . x <= 0 } is solid, n = normal (unit, points out of the solid)
@@ -436,7 +436,11 @@ typedef enum { MPM_SHAPE_HALF_SPACE = 0, MPM_SHAPE_BOX, MPM_SHAPE_SPHERE, MPM_SH
  *               by r; phi is the vertical distance times the normal's
  *               vertical component (exact on planes, first order on
  *               curved terrain).  Outside the grid the edge heights
- *               continue.  (2D terrain is a polygon.) */
+ *               continue.  (2D terrain is a polygon.)
+ *   sampled:    3D, phi sampled at lo3 + dh (i, j, k), n3 points per axis
+ *               (pts[i + n3[0] (j + n3[1] k)]), trilinear; outside the
+ *               samples the distance to their box is added to the nearest
+ *               sample's value (triangle meshes: core/mesh.c samples them) */
 typedef struct {
   int           dim;
   MPMShapeType  type;
@@ -447,7 +451,9 @@ typedef struct {
   int           np;         /* polygon vertices */
   const double *pts;        /* polygon vertices (2 np values), heightfield heights (nx nz) */
   int           nx, nz;     /* heightfield grid */
-  double        org[2], dh; /* heightfield origin (x, z) and spacing */
+  double        org[2], dh; /* heightfield origin (x, z) and spacing; the sampled grid's spacing */
+  int           n3[3];      /* sampled grid points per axis */
+  double        lo3[3];     /* sampled grid origin */
 } MPMShape;
 
 /* phi(x) and grad phi at a point x given in the shape frame. */

@@ -228,6 +228,7 @@ typedef struct MPMPlacedShape_ {
 
 PetscErrorCode MPMShapeFromOptions(MPI_Comm comm, PetscInt dim, const char *prefix, const char *title, PetscBool allow_half_space, PetscBool allow_motion, MPMPlacedShape *ps);
 PetscErrorCode MPMPlacedShapeDestroy(MPMPlacedShape *ps);
+PetscErrorCode MPMShapeMeshLoad(const char *path, const char *opt, double scale, double spacing, MPMPlacedShape *ps); /* mesh.c */
 void           MPMPlacedShapeAtTime(MPMPlacedShape *ps, PetscInt dim, double t);
 void           MPMPlacedShapeAdvance(MPMPlacedShape *ps, PetscInt dim, double dt);
 double         MPMPlacedShapeEval(const MPMPlacedShape *ps, PetscInt dim, const double *x, double *grad, double *vb);

@@ -9,8 +9,8 @@
 
 /* The kernel's primitives (MPMShapeType, in order), then the operations of
  * constructive geometry on named parts. */
-static const char *const ShapeNames[] = {"half_space", "box", "sphere", "cylinder", "polygon", "terrain", "union", "intersection", "difference", "MPMShapeType", "MPM_SHAPE_", NULL};
-#define MPM_NSHAPES 9
+static const char *const ShapeNames[] = {"half_space", "box", "sphere", "cylinder", "polygon", "terrain", "mesh", "union", "intersection", "difference", "MPMShapeType", "MPM_SHAPE_", NULL};
+#define MPM_NSHAPES 10
 #define MPM_MAX_POLYGON 4096 /* vertices */
 
 /* What a shape's options leave for after its options block: parts and files. */
@@ -20,6 +20,7 @@ typedef struct {
   char   file[PETSC_MAX_PATH_LEN];
   double origin[2], spacing;
   PetscBool origin_set;
+  double mesh_scale, mesh_spacing; /* a triangle mesh (-shape mesh) */
 } ShapeDeferred;
 
 static PetscErrorCode Normalize(const char *prefix, const char *opt, PetscInt d, double *n)
@@ -121,6 +122,21 @@ static PetscErrorCode ShapeOptions(PetscOptionItems *PetscOptionsObject, PetscIn
   }
   PetscCall(PetscOptionsBool("-inside_out", "Solid outside the shape (a container)", NULL, inside_out, &inside_out, NULL));
   s->inside_out = inside_out;
+  if (type == MPM_SHAPE_SAMPLED) {
+    PetscBool fset;
+    PetscCheck(d == 3, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%sshape mesh: triangle meshes are 3D; in 2D use -%sshape polygon", prefix, prefix);
+    PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-center", "Where the mesh's origin goes (the pivot of -rotation) [m]", d, ps->c0, NULL));
+    df->file[0] = 0;
+    PetscCall(PetscOptionsString("-file", "Closed triangle mesh: STL (binary or ASCII) or OBJ", NULL, df->file, df->file, sizeof(df->file), &fset));
+    PetscCheck(fset && df->file[0], PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%sfile is required for a mesh", prefix);
+    df->mesh_scale = 1;
+    PetscCall(MPMOptionsReal("-scale", "Factor from the file's units to m (0.001 for a mesh in mm) [-]", NULL, df->mesh_scale, &df->mesh_scale, NULL));
+    PetscCheck(df->mesh_scale > 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%sscale must be > 0, got %g", prefix, df->mesh_scale);
+    df->mesh_spacing = 0;
+    PetscCall(MPMOptionsReal("-spacing", "Spacing of the signed-distance samples (0: the mesh's largest extent / 96; about dx / 2 resolves it for the grid) [m]", NULL, df->mesh_spacing,
+                             &df->mesh_spacing, NULL));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
   if (type == MPM_SHAPE_POLYGON || type == MPM_SHAPE_HEIGHTFIELD) {
     PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-center", "Origin of the vertices (the pivot of -rotation) [m]", d, ps->c0, NULL));
     if (type == MPM_SHAPE_POLYGON) PetscCall(PolygonOptions(PetscOptionsObject, d, prefix, ps, perm));
@@ -396,7 +412,12 @@ PetscErrorCode MPMShapeFromOptions(MPI_Comm comm, PetscInt d, const char *prefix
                          d == 2 ? &ps->omega[2] : ps->omega, NULL));
   }
   PetscOptionsEnd();
-  if (df.file[0]) PetscCall(LoadTerrain(d, prefix, &df, ps));
+  if (df.file[0] && ps->shape.type == MPM_SHAPE_SAMPLED) {
+    char opt[256];
+    PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%sfile", prefix));
+    ResolvePath(df.file, sizeof(df.file));
+    PetscCall(MPMShapeMeshLoad(df.file, opt, df.mesh_scale, df.mesh_spacing, ps));
+  } else if (df.file[0]) PetscCall(LoadTerrain(d, prefix, &df, ps));
   if (ps->op != MPM_CSG_NONE) PetscCall(CreateParts(comm, d, prefix, title, &df, ps));
   MPMPlacedShapeAtTime(ps, d, 0.0);
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -161,6 +161,43 @@ static double sdf_heightfield(const MPMShape *s, const double *x, double *g)
   return (x[1] - h) / len;
 }
 
+/* Trilinear interpolation of sampled phi, its gradient the trilinear
+ * field's (normalized); beyond the samples' box, the distance to the box
+ * plus the value at the nearest point of it. */
+static double sdf_sampled(const MPMShape *s, const double *x, double *g)
+{
+  double u[3], f[3], out2 = 0, dout[3];
+  int    i[3];
+  for (int a = 0; a < 3; a++) {
+    const double hi = s->lo3[a] + s->dh * (s->n3[a] - 1);
+    const double xc = x[a] < s->lo3[a] ? s->lo3[a] : (x[a] > hi ? hi : x[a]);
+    dout[a]         = x[a] - xc;
+    out2 += dout[a] * dout[a];
+    u[a] = (xc - s->lo3[a]) / s->dh;
+    i[a] = (int)u[a];
+    if (i[a] > s->n3[a] - 2) i[a] = s->n3[a] - 2;
+    if (i[a] < 0) i[a] = 0;
+    f[a] = u[a] - i[a];
+  }
+  double c[8], phi = 0, gl[3] = {0, 0, 0};
+  for (int k = 0; k < 8; k++) c[k] = s->pts[(i[0] + (k & 1)) + s->n3[0] * ((i[1] + ((k >> 1) & 1)) + s->n3[1] * (i[2] + ((k >> 2) & 1)))];
+  for (int k = 0; k < 8; k++) {
+    const double wx = (k & 1) ? f[0] : 1 - f[0], wy = ((k >> 1) & 1) ? f[1] : 1 - f[1], wz = ((k >> 2) & 1) ? f[2] : 1 - f[2];
+    phi += wx * wy * wz * c[k];
+    gl[0] += ((k & 1) ? 1 : -1) * wy * wz * c[k];
+    gl[1] += (((k >> 1) & 1) ? 1 : -1) * wx * wz * c[k];
+    gl[2] += (((k >> 2) & 1) ? 1 : -1) * wx * wy * c[k];
+  }
+  if (out2 > 0) { /* outside the samples: away from their box */
+    const double o = sqrt(out2);
+    for (int a = 0; a < 3; a++) g[a] = dout[a] / o;
+    return phi + o;
+  }
+  const double len = sqrt(gl[0] * gl[0] + gl[1] * gl[1] + gl[2] * gl[2]);
+  for (int a = 0; a < 3; a++) g[a] = len > 0 ? gl[a] / len : (a == 1);
+  return phi;
+}
+
 double mpm_sdf(const MPMShape *s, const double *x, double *g)
 {
   const int d = s->dim;
@@ -182,6 +219,7 @@ double mpm_sdf(const MPMShape *s, const double *x, double *g)
     } else phi = sdf_extrude(dp, gp, s->a[2], x, g);
   } break;
   case MPM_SHAPE_HEIGHTFIELD: phi = sdf_heightfield(s, x, g); break;
+  case MPM_SHAPE_SAMPLED: phi = sdf_sampled(s, x, g); break;
   case MPM_SHAPE_CYLINDER:
   default: phi = (d == 2) ? sdf_sphere(d, s->r, x, g) : sdf_cylinder3(s->n, s->r, s->a[0], x, g); break;
   }
@@ -196,6 +234,13 @@ int mpm_shape_bbox(const MPMShape *s, double *lo, double *hi)
 {
   const int d = s->dim;
   if (s->inside_out || s->type == MPM_SHAPE_HALF_SPACE || s->type == MPM_SHAPE_HEIGHTFIELD) return 0;
+  if (s->type == MPM_SHAPE_SAMPLED) { /* the samples' box holds the solid with a margin */
+    for (int k = 0; k < 3; k++) {
+      lo[k] = s->lo3[k];
+      hi[k] = s->lo3[k] + s->dh * (s->n3[k] - 1);
+    }
+    return 1;
+  }
   if (s->type == MPM_SHAPE_POLYGON) {
     if (d == 3 && s->a[2] <= 0) return 0;
     lo[0] = hi[0] = s->pts[0];

@@ -1,0 +1,282 @@
+/* Triangle meshes (STL, binary or ASCII, and OBJ) as shapes: read once,
+ * then their signed distance is sampled on a grid (MPM_SHAPE_SAMPLED,
+ * evaluated trilinearly by kernels/sdf.c).  Distances are exact at the
+ * samples within a band of the surface (nearest triangle, Ericson's
+ * closest point) and clamped to the band beyond it, which is all the
+ * collisions (nodes within a cell of the surface) and the seeding (the
+ * sign) need; the sign comes from the parity of a ray's crossings along
+ * +x, row by row.  The mesh must be closed (watertight).  Every rank
+ * samples the whole mesh (replicated, like terrain files). */
+#include "core.h"
+#include <stdio.h>
+#include <string.h>
+
+/* ------------------------------------------------------------ reading */
+typedef struct {
+  double  *t; /* 9 per triangle */
+  PetscInt n, cap;
+} Tris;
+
+static PetscErrorCode AddTri(Tris *T, const double *a, const double *b, const double *c)
+{
+  PetscFunctionBeginUser;
+  if (T->n == T->cap) {
+    double *w;
+    T->cap = 2 * T->cap + 64;
+    PetscCall(PetscMalloc1(9 * T->cap, &w));
+    if (T->n) PetscCall(PetscArraycpy(w, T->t, 9 * T->n));
+    PetscCall(PetscFree(T->t));
+    T->t = w;
+  }
+  for (int k = 0; k < 3; k++) T->t[9 * T->n + k] = a[k], T->t[9 * T->n + 3 + k] = b[k], T->t[9 * T->n + 6 + k] = c[k];
+  T->n++;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode ReadStl(const char *path, const char *opt, Tris *T)
+{
+  FILE         *f = fopen(path, "rb");
+  unsigned char head[84];
+  long          size;
+
+  PetscFunctionBeginUser;
+  PetscCheck(f, PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "%s %s: cannot read the mesh file", opt, path);
+  fseek(f, 0, SEEK_END);
+  size = ftell(f);
+  fseek(f, 0, SEEK_SET);
+  if (size >= 84 && fread(head, 1, 84, f) == 84) {
+    const uint32_t n = (uint32_t)head[80] | (uint32_t)head[81] << 8 | (uint32_t)head[82] << 16 | (uint32_t)head[83] << 24;
+    if ((long)(84 + 50 * (long)n) == size) { /* binary: 50 bytes a facet */
+      for (uint32_t i = 0; i < n; i++) {
+        unsigned char rec[50];
+        float         v[12];
+        double        p[9];
+        if (fread(rec, 1, 50, f) != 50) break;
+        memcpy(v, rec, 48); /* little-endian IEEE floats, as every STL writer on these machines */
+        for (int k = 0; k < 9; k++) p[k] = v[3 + k];
+        PetscCall(AddTri(T, p, p + 3, p + 6));
+      }
+      fclose(f);
+      PetscFunctionReturn(PETSC_SUCCESS);
+    }
+  }
+  fseek(f, 0, SEEK_SET); /* ASCII: "vertex x y z", three a facet */
+  {
+    char   word[64];
+    double p[9];
+    int    k = 0;
+    while (fscanf(f, "%63s", word) == 1) {
+      if (strcmp(word, "vertex")) continue;
+      if (fscanf(f, "%lf %lf %lf", &p[3 * k], &p[3 * k + 1], &p[3 * k + 2]) != 3) break;
+      if (++k == 3) {
+        PetscCall(AddTri(T, p, p + 3, p + 6));
+        k = 0;
+      }
+    }
+  }
+  fclose(f);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* OBJ: "v x y z" and "f i j k ..." (1-based, negative from the end,
+ * "i/t/n" forms); polygons as fans. */
+static PetscErrorCode ReadObj(const char *path, const char *opt, Tris *T)
+{
+  FILE    *f = fopen(path, "r");
+  char     line[4096];
+  double  *v = NULL;
+  PetscInt nv = 0, cap = 0;
+
+  PetscFunctionBeginUser;
+  PetscCheck(f, PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "%s %s: cannot read the mesh file", opt, path);
+  while (fgets(line, sizeof(line), f)) {
+    if (line[0] == 'v' && line[1] == ' ') {
+      if (nv == cap) {
+        double *w;
+        cap = 2 * cap + 256;
+        PetscCall(PetscMalloc1(3 * cap, &w));
+        if (nv) PetscCall(PetscArraycpy(w, v, 3 * nv));
+        PetscCall(PetscFree(v));
+        v = w;
+      }
+      if (sscanf(line + 2, "%lf %lf %lf", &v[3 * nv], &v[3 * nv + 1], &v[3 * nv + 2]) == 3) nv++;
+    } else if (line[0] == 'f' && line[1] == ' ') {
+      long  idx[64];
+      int   m = 0;
+      char *s = line + 2, *end;
+      while (m < 64) {
+        long i = strtol(s, &end, 10);
+        if (end == s) break;
+        idx[m++] = i < 0 ? nv + i : i - 1;
+        s = end;
+        while (*s && *s != ' ' && *s != '\t') s++; /* skip "/t/n" */
+      }
+      for (int k = 1; k + 1 < m; k++) {
+        PetscCheck(idx[0] >= 0 && idx[0] < nv && idx[k] >= 0 && idx[k] < nv && idx[k + 1] >= 0 && idx[k + 1] < nv, PETSC_COMM_SELF, PETSC_ERR_USER_INPUT,
+                   "%s %s: a face names a vertex that is not defined before it", opt, path);
+        PetscCall(AddTri(T, &v[3 * idx[0]], &v[3 * idx[k]], &v[3 * idx[k + 1]]));
+      }
+    }
+  }
+  fclose(f);
+  PetscCall(PetscFree(v));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* ----------------------------------------------------------- distances */
+static double Dot(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+/* Squared distance from p to triangle abc (Ericson, Real-Time Collision
+ * Detection, 5.1.5: the closest point by Voronoi regions). */
+static double TriDist2(const double *p, const double *a, const double *b, const double *c)
+{
+  double ab[3], ac[3], ap[3], bp[3], cp[3], q[3];
+  for (int k = 0; k < 3; k++) ab[k] = b[k] - a[k], ac[k] = c[k] - a[k], ap[k] = p[k] - a[k], bp[k] = p[k] - b[k], cp[k] = p[k] - c[k];
+  const double d1 = Dot(ab, ap), d2 = Dot(ac, ap), d3 = Dot(ab, bp), d4 = Dot(ac, bp), d5 = Dot(ab, cp), d6 = Dot(ac, cp);
+  const double vc = d1 * d4 - d3 * d2, vb = d5 * d2 - d1 * d6, va = d3 * d6 - d5 * d4;
+  if (d1 <= 0 && d2 <= 0) return Dot(ap, ap);
+  if (d3 >= 0 && d4 <= d3) return Dot(bp, bp);
+  if (d6 >= 0 && d5 <= d6) return Dot(cp, cp);
+  if (vc <= 0 && d1 >= 0 && d3 <= 0) {
+    const double v = d1 / (d1 - d3);
+    for (int k = 0; k < 3; k++) q[k] = ap[k] - v * ab[k];
+    return Dot(q, q);
+  }
+  if (vb <= 0 && d2 >= 0 && d6 <= 0) {
+    const double w = d2 / (d2 - d6);
+    for (int k = 0; k < 3; k++) q[k] = ap[k] - w * ac[k];
+    return Dot(q, q);
+  }
+  if (va <= 0 && (d4 - d3) >= 0 && (d5 - d6) >= 0) {
+    const double w = (d4 - d3) / ((d4 - d3) + (d5 - d6));
+    for (int k = 0; k < 3; k++) q[k] = bp[k] - w * (c[k] - b[k]);
+    return Dot(q, q);
+  }
+  const double den = 1.0 / (va + vb + vc), v = vb * den, w = vc * den;
+  for (int k = 0; k < 3; k++) q[k] = ap[k] - v * ab[k] - w * ac[k];
+  return Dot(q, q);
+}
+
+static int Clampi(int i, int lo, int hi) { return i < lo ? lo : (i > hi ? hi : i); }
+
+/* Unsigned distances within the band (the band beyond it). */
+static void SampleDistances(const Tris *T, const MPMShape *s, double band, double *phi)
+{
+  const int *n = s->n3;
+  for (PetscInt q = 0; q < (PetscInt)n[0] * n[1] * n[2]; q++) phi[q] = band;
+  for (PetscInt t = 0; t < T->n; t++) {
+    const double *a = T->t + 9 * t, *b = a + 3, *c = a + 6;
+    int           lo[3], hi[3];
+    for (int k = 0; k < 3; k++) {
+      const double mn = PetscMin(a[k], PetscMin(b[k], c[k])) - band, mx = PetscMax(a[k], PetscMax(b[k], c[k])) + band;
+      lo[k] = Clampi((int)ceil((mn - s->lo3[k]) / s->dh), 0, n[k] - 1);
+      hi[k] = Clampi((int)floor((mx - s->lo3[k]) / s->dh), 0, n[k] - 1);
+    }
+    for (int k = lo[2]; k <= hi[2]; k++)
+      for (int j = lo[1]; j <= hi[1]; j++)
+        for (int i = lo[0]; i <= hi[0]; i++) {
+          const double p[3] = {s->lo3[0] + i * s->dh, s->lo3[1] + j * s->dh, s->lo3[2] + k * s->dh};
+          const double d    = sqrt(TriDist2(p, a, b, c));
+          double      *v    = &phi[i + n[0] * (j + n[1] * k)];
+          if (d < *v) *v = d;
+        }
+  }
+}
+
+static int CmpDouble(const void *a, const void *b) { return (*(const double *)a > *(const double *)b) - (*(const double *)a < *(const double *)b); }
+
+/* The sign: along each row (y_j, z_k) of samples, the x of every
+ * triangle the row's line crosses; a sample is inside when an odd number
+ * of crossings lie before it.  The rows are shifted by a small irrational
+ * fraction of a spacing, so they do not pass through edges or vertices of
+ * meshes built on round coordinates. */
+static PetscErrorCode SampleSigns(const Tris *T, const MPMShape *s, double *phi)
+{
+  const int    *n = s->n3;
+  const PetscInt rows = (PetscInt)n[1] * n[2];
+  const double  oy = 1.838478e-4 * s->dh, oz = 2.199115e-4 * s->dh; /* 1.3e-4 sqrt(2), 0.7e-4 pi */
+  PetscInt     *start, *fill;
+  double       *hit;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscCalloc2(rows + 1, &start, rows, &fill));
+  for (int pass = 0; pass < 2; pass++) { /* count the crossings per row, then record them */
+    for (PetscInt t = 0; t < T->n; t++) {
+      const double *a = T->t + 9 * t, *b = a + 3, *c = a + 6;
+      const double  det = (b[1] - a[1]) * (c[2] - a[2]) - (c[1] - a[1]) * (b[2] - a[2]);
+      if (det == 0) continue; /* edge-on to the rays */
+      const double ymn = PetscMin(a[1], PetscMin(b[1], c[1])), ymx = PetscMax(a[1], PetscMax(b[1], c[1]));
+      const double zmn = PetscMin(a[2], PetscMin(b[2], c[2])), zmx = PetscMax(a[2], PetscMax(b[2], c[2]));
+      const int    j0 = Clampi((int)ceil((ymn - oy - s->lo3[1]) / s->dh), 0, n[1] - 1), j1 = Clampi((int)floor((ymx - oy - s->lo3[1]) / s->dh), 0, n[1] - 1);
+      const int    k0 = Clampi((int)ceil((zmn - oz - s->lo3[2]) / s->dh), 0, n[2] - 1), k1 = Clampi((int)floor((zmx - oz - s->lo3[2]) / s->dh), 0, n[2] - 1);
+      for (int k = k0; k <= k1; k++)
+        for (int j = j0; j <= j1; j++) {
+          const double y = s->lo3[1] + j * s->dh + oy, z = s->lo3[2] + k * s->dh + oz;
+          /* barycentric coordinates of (y, z) in the triangle's yz projection */
+          const double l1 = ((y - a[1]) * (c[2] - a[2]) - (c[1] - a[1]) * (z - a[2])) / det;
+          const double l2 = ((b[1] - a[1]) * (z - a[2]) - (y - a[1]) * (b[2] - a[2])) / det;
+          if (l1 < 0 || l2 < 0 || l1 + l2 > 1) continue;
+          const PetscInt r = j + (PetscInt)n[1] * k;
+          if (pass == 0) start[r + 1]++;
+          else hit[start[r] + fill[r]++] = a[0] + l1 * (b[0] - a[0]) + l2 * (c[0] - a[0]);
+        }
+    }
+    if (pass == 0) {
+      for (PetscInt r = 0; r < rows; r++) start[r + 1] += start[r];
+      PetscCall(PetscMalloc1(start[rows] + 1, &hit));
+    }
+  }
+  for (PetscInt r = 0; r < rows; r++) {
+    const PetscInt m = start[r + 1] - start[r];
+    double        *h = hit + start[r];
+    PetscInt       c = 0;
+    qsort(h, (size_t)m, sizeof(double), CmpDouble);
+    for (int i = 0; i < n[0]; i++) {
+      const double x = s->lo3[0] + i * s->dh;
+      while (c < m && h[c] < x) c++;
+      if (c % 2) phi[i + (PetscInt)n[0] * r] = -phi[i + (PetscInt)n[0] * r];
+    }
+  }
+  PetscCall(PetscFree2(start, fill));
+  PetscCall(PetscFree(hit));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The mesh in file `path` (STL or OBJ), times scale, as a sampled shape of
+ * spacing h (<= 0: its largest extent / 96), in the shape's frame. */
+PetscErrorCode MPMShapeMeshLoad(const char *path, const char *opt, double scale, double h, MPMPlacedShape *ps)
+{
+  Tris        T   = {NULL, 0, 0};
+  const char *ext = strrchr(path, '.');
+  MPMShape   *s   = &ps->shape;
+  double      lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, ext_max = 0, band;
+  PetscInt    total;
+
+  PetscFunctionBeginUser;
+  if (ext && (!strcmp(ext, ".obj") || !strcmp(ext, ".OBJ"))) PetscCall(ReadObj(path, opt, &T));
+  else PetscCall(ReadStl(path, opt, &T));
+  PetscCheck(T.n >= 4, PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "%s %s: %" PetscInt_FMT " triangles read; a closed mesh (STL binary or ASCII, OBJ) has at least 4", opt, path, T.n);
+  for (PetscInt q = 0; q < 9 * T.n; q++) {
+    PetscCheck(isfinite(T.t[q]), PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "%s %s: a vertex coordinate is not a finite number", opt, path);
+    T.t[q] *= scale;
+    lo[q % 3] = PetscMin(lo[q % 3], T.t[q]);
+    hi[q % 3] = PetscMax(hi[q % 3], T.t[q]);
+  }
+  for (int k = 0; k < 3; k++) ext_max = PetscMax(ext_max, hi[k] - lo[k]);
+  if (h <= 0) h = ext_max / 96;
+  band = 3 * h;
+  for (int k = 0; k < 3; k++) { /* the samples cover the mesh and the band around it */
+    s->n3[k]  = (int)ceil((hi[k] - lo[k] + 2 * band) / h) + 1;
+    s->lo3[k] = 0.5 * (lo[k] + hi[k]) - 0.5 * h * (s->n3[k] - 1);
+  }
+  total = (PetscInt)s->n3[0] * s->n3[1] * s->n3[2];
+  PetscCheck(total <= 400000000 / 8, PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "%s %s: sampling the mesh at %g m needs %" PetscInt_FMT " points (more than 50 M); choose a coarser -..._spacing", opt, path, h, total);
+  s->type = MPM_SHAPE_SAMPLED;
+  s->dh   = h;
+  PetscCall(PetscMalloc1(total, &ps->data));
+  s->pts = ps->data;
+  SampleDistances(&T, s, band, ps->data);
+  PetscCall(SampleSigns(&T, s, ps->data));
+  PetscCall(PetscFree(T.t));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
