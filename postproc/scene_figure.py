@@ -56,6 +56,28 @@ def read_asc(path):
     return x0 + cs * np.arange(h.shape[1]), z0 + cs * np.arange(h.shape[0]), h
 
 
+def read_mesh(path):
+    """Triangles (n x 3 x 3) of an STL (binary or ASCII) or OBJ file."""
+    import struct
+    data = open(path, "rb").read()
+    if path.lower().endswith(".obj"):
+        v, tris = [], []
+        for line in data.decode().splitlines():
+            tok = line.split()
+            if tok and tok[0] == "v":
+                v.append([float(x) for x in tok[1:4]])
+            elif tok and tok[0] == "f":
+                idx = [int(t.split("/")[0]) for t in tok[1:]]
+                idx = [i - 1 if i > 0 else len(v) + i for i in idx]
+                tris += [[v[idx[0]], v[idx[k]], v[idx[k + 1]]] for k in range(1, len(idx) - 1)]
+        return np.array(tris)
+    n = struct.unpack("<I", data[80:84])[0] if len(data) >= 84 else 0
+    if len(data) == 84 + 50 * n:
+        return np.array([struct.unpack("<12f", data[84 + 50 * i: 84 + 50 * i + 48])[3:] for i in range(n)]).reshape(-1, 3, 3)
+    pts = [[float(x) for x in l.split()[1:4]] for l in data.decode().splitlines() if l.strip().startswith("vertex")]
+    return np.array(pts).reshape(-1, 3, 3)
+
+
 def outline(ax, opts, prefix, dim, view, deck_dirs, color="k"):
     """Draw shape -<prefix>* in the axes: view 'xy' or 'xz' (3D plan)."""
     shape = opts.get(prefix + "shape", "box")
@@ -85,6 +107,13 @@ def outline(ax, opts, prefix, dim, view, deck_dirs, color="k"):
         v = np.vstack([v, v[:1]]) + np.array(c[:2])
         if dim == 2 or view == "xy":
             ax.plot(v[:, 0], v[:, 1], **kw)
+    elif shape == "mesh":
+        path = find_file(opts.get(prefix + "file", ""), deck_dirs)
+        if not path:
+            return
+        from matplotlib.collections import PolyCollection
+        tris = read_mesh(path) * float(opts.get(prefix + "scale", 1)) + np.array(vec(opts, prefix + "center", [0, 0, 0]))
+        ax.add_collection(PolyCollection(tris[:, :, [ia, ib]], facecolors="none", edgecolors=color, linewidths=0.2, alpha=0.5))
     elif shape == "half_space":
         c, n = vec(opts, prefix + "center"), vec(opts, prefix + "normal")
         t = np.array([-n[ib], n[ia]])

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the meshes of inputs/hopper_3d.yaml: hopper.stl (binary STL), a
 conical hopper's wall as a closed solid of revolution (inner cone from
-radius 0.03 m at y = 0.25 m to 0.15 m at y = 0.5 m, 1 cm thick), and
+radius 0.03 m at y = 0.25 m to 0.15 m at y = 0.5 m, 3 cm thick), and
 hopper_fill.obj (OBJ), the cone inside it (3 mm clear of the wall) from
 y = 0.27 to 0.45 m, the
 sand's initial volume.  Axis vertical (y) through x = z = 0; the deck
@@ -15,7 +15,7 @@ import struct
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 N = 96  # segments around the axis
-Y0, Y1, R0, R1, T = 0.25, 0.5, 0.03, 0.15, 0.01
+Y0, Y1, R0, R1, T = 0.25, 0.5, 0.03, 0.15, 0.03  # the wall 3 cells thick at the deck's dx: MPM collisions act on grid nodes, and thinner walls leak
 
 
 def inner_r(y):

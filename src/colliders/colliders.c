@@ -407,7 +407,10 @@ void MPMCollidersAdvance(MPMColliders c, double dt)
 /* Objects with a column in history.csv: all but those switched off (mode none). */
 PetscBool MPMColliderReported(const MPMCollider *o) { return o->mode != MPM_BC_NONE ? PETSC_TRUE : PETSC_FALSE; }
 
-/* The run totals of one report over `elapsed` seconds ending at t. */
+/* The run totals of one report over `elapsed` seconds ending at t.  The
+ * peak is taken over reports at least half as long as the longest so far:
+ * a row cut short to land on a frame time can span a small fraction of a
+ * step, and an impulse over so short a time is not a sustained load. */
 static void BookTotals(MPMColliders c, const double *ft, double elapsed, double t)
 {
   for (PetscInt o = 0; o < c->nobj; o++) {
@@ -417,7 +420,8 @@ static void BookTotals(MPMColliders c, const double *ft, double elapsed, double 
     const double *v = c->obj[o].ps.vel, *w = c->obj[o].ps.omega;
     for (int k = 0; k < 6; k++) tot[k] += f[k] * elapsed;
     tot[8] -= elapsed * (f[0] * v[0] + f[1] * v[1] + f[2] * v[2] + f[3] * w[0] + f[4] * w[1] + f[5] * w[2]);
-    if (F > tot[6]) {
+    tot[9] = PetscMax(tot[9], elapsed);
+    if (F > tot[6] && elapsed >= 0.5 * tot[9]) {
       tot[6] = F;
       tot[7] = t;
     }
