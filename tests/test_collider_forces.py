@@ -106,7 +106,7 @@ i0 = np.argmin(np.abs(f["t"] - 0.4))
 c.close("column on a plate: impulse over [0.4, 0.6] s / (-M g 0.2 s)", (f["jy"][-1] - f["jy"][i0]) / (-W * (f["t"][-1] - f["t"][i0])), 1.0, rtol=0.01)
 s = T.mpmio.summary(out)["objects"]["plate"]
 c.true("summary: the plate's impulse and peak are the CSV's last row", np.allclose(s["impulse"], [f["jx"][-1], f["jy"][-1]], rtol=1e-6) and abs(s["peak_force"] - f["f_peak"][-1]) <= 1e-6 * s["peak_force"]
-       and s["peak_force"] <= f["f_abs"].max() * (1 + 1e-9), "%s, peak %g vs %g (largest row %g)" % (s["impulse"], s["peak_force"], f["f_peak"][-1], f["f_abs"].max()))
+       and s["peak_force"] <= f["f_abs"].max() * (1 + 1e-6), "%s, peak %g vs %g (largest row %g)" % (s["impulse"], s["peak_force"], f["f_peak"][-1], f["f_abs"].max()))
 
 # a jet of sand on a barrier: F = (dm/dt) v
 out = T.outdir("forces_jet")

@@ -46,7 +46,7 @@ static const char *const PlaneNames[] = {"xy", "xz", "zy", "MPMPlane", "MPM_PLAN
 static PetscErrorCode PolygonOptions(PetscOptionItems *PetscOptionsObject, PetscInt d, const char *prefix, MPMPlacedShape *ps, double *perm)
 {
   MPMShape *s = &ps->shape;
-  PetscInt  n = 2 * MPM_MAX_POLYGON, plane = 0;
+  PetscInt  n = 2 * MPM_MAX_POLYGON + 1, plane = 0; /* one more than allowed: PETSc drops extras silently */
   double    range[2] = {0, 0};
   PetscBool set, rset;
   double   *v;
@@ -54,7 +54,7 @@ static PetscErrorCode PolygonOptions(PetscOptionItems *PetscOptionsObject, Petsc
   PetscFunctionBeginUser;
   PetscCall(PetscMalloc1(n, &v));
   PetscCall(PetscOptionsRealArray("-vertices", "Polygon vertices x0,y0,x1,y1,... relative to -center (3D: the coordinates in -plane) [m]", NULL, v, &n, &set));
-  PetscCheck(set && n >= 6 && n % 2 == 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%svertices needs at least 3 points as x0,y0,x1,y1,... (an even count of at most %d values), got %" PetscInt_FMT " values",
+  PetscCheck(set && n >= 6 && n % 2 == 0 && n <= 2 * MPM_MAX_POLYGON, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%svertices needs at least 3 points as x0,y0,x1,y1,... (an even count of at most %d values), got %" PetscInt_FMT " values",
              prefix, 2 * MPM_MAX_POLYGON, set ? n : 0);
   for (PetscInt i = 0; i < n; i++) PetscCheck(isfinite(v[i]), PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%svertices must be finite numbers", prefix);
   ps->data = v;
