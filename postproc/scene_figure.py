@@ -24,11 +24,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mpmio  # noqa: E402
 
 
-def vec(opts, key, default=None):
-    v = opts.get(key)
-    return [float(x) for x in v.split(",")] if v else default
-
-
 def find_file(path, deck_dirs):
     if os.path.isabs(path) or os.path.exists(path):
         return path
@@ -88,22 +83,22 @@ def outline(ax, opts, prefix, dim, view, deck_dirs, color="k"):
             outline(ax, opts, prefix + part + "_", dim, view, deck_dirs, color)
         return
     if shape == "box":
-        lo, hi = vec(opts, prefix + "lo"), vec(opts, prefix + "hi")
+        lo, hi = mpmio.vec(opts, prefix + "lo"), mpmio.vec(opts, prefix + "hi")
         c = [(lo[k] + hi[k]) / 2 for k in range(dim)]
         pts = np.array([[lo[ia], lo[ib]], [hi[ia], lo[ib]], [hi[ia], hi[ib]], [lo[ia], hi[ib]], [lo[ia], lo[ib]]])
-        rot = vec(opts, prefix + "rotation", [0])
+        rot = mpmio.vec(opts, prefix + "rotation", [0])
         if dim == 2 and rot[0]:
             a = math.radians(rot[0])
             R = np.array([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]])
             pts = (pts - c[:2]) @ R.T + c[:2]
         ax.plot(pts[:, 0], pts[:, 1], **kw)
     elif shape in ("sphere", "cylinder"):
-        c, r = vec(opts, prefix + "center"), float(opts.get(prefix + "radius", 0))
+        c, r = mpmio.vec(opts, prefix + "center"), float(opts.get(prefix + "radius", 0))
         t = np.linspace(0, 2 * math.pi, 100)
         ax.plot(c[ia] + r * np.cos(t), c[ib] + r * np.sin(t), **kw)
     elif shape == "polygon":
-        v = np.array(vec(opts, prefix + "vertices")).reshape(-1, 2)
-        c = vec(opts, prefix + "center", [0, 0, 0])
+        v = np.array(mpmio.vec(opts, prefix + "vertices")).reshape(-1, 2)
+        c = mpmio.vec(opts, prefix + "center", [0, 0, 0])
         v = np.vstack([v, v[:1]]) + np.array(c[:2])
         if dim == 2 or view == "xy":
             ax.plot(v[:, 0], v[:, 1], **kw)
@@ -112,10 +107,10 @@ def outline(ax, opts, prefix, dim, view, deck_dirs, color="k"):
         if not path:
             return
         from matplotlib.collections import PolyCollection
-        tris = read_mesh(path) * float(opts.get(prefix + "scale", 1)) + np.array(vec(opts, prefix + "center", [0, 0, 0]))
+        tris = read_mesh(path) * float(opts.get(prefix + "scale", 1)) + np.array(mpmio.vec(opts, prefix + "center", [0, 0, 0]))
         ax.add_collection(PolyCollection(tris[:, :, [ia, ib]], facecolors="none", edgecolors=color, linewidths=0.2, alpha=0.5))
     elif shape == "half_space":
-        c, n = vec(opts, prefix + "center"), vec(opts, prefix + "normal")
+        c, n = mpmio.vec(opts, prefix + "center"), mpmio.vec(opts, prefix + "normal")
         t = np.array([-n[ib], n[ia]])
         ax.axline((c[ia], c[ib]), (c[ia] + t[0], c[ib] + t[1]), **kw)
     elif shape == "terrain":
@@ -124,7 +119,8 @@ def outline(ax, opts, prefix, dim, view, deck_dirs, color="k"):
             return
         raise_ = float(opts.get(prefix + "raise", 0))
         if dim == 2:
-            p = np.loadtxt(path, delimiter=",", comments="#", skiprows=1 if not open(path).read(1).strip("-.0123456789") == "" else 0)
+            rows = [l for l in open(path) if l.strip() and (l.strip()[0].isdigit() or l.strip()[0] in "+-.")]  # past the header
+            p = np.array([[float(x) for x in l.replace(";", ",").split(",")[:2]] for l in rows])
             ax.plot(p[:, 0], p[:, 1] + raise_, **kw)
         elif path.endswith(".asc"):
             x, z, h = read_asc(path)
@@ -149,7 +145,7 @@ def main():
     dim = int(opts.get("dim", 2))
     files = mpmio.frame_files(args.outdir)
     picks = [files[int(k)] for k in args.frames.split(",")]
-    lo, hi = vec(opts, "domain_lo"), vec(opts, "domain_hi")
+    lo, hi = mpmio.vec(opts, "domain_lo"), mpmio.vec(opts, "domain_hi")
     deck_dirs = [os.getcwd(), os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "inputs")]
     objects = [o for o in opts.get("objects", "").split(",") if o]
     rows = 1 if dim == 2 else 2

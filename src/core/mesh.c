@@ -21,12 +21,8 @@ static PetscErrorCode AddTri(Tris *T, const double *a, const double *b, const do
 {
   PetscFunctionBeginUser;
   if (T->n == T->cap) {
-    double *w;
     T->cap = 2 * T->cap + 64;
-    PetscCall(PetscMalloc1(9 * T->cap, &w));
-    if (T->n) PetscCall(PetscArraycpy(w, T->t, 9 * T->n));
-    PetscCall(PetscFree(T->t));
-    T->t = w;
+    PetscCall(PetscRealloc(9 * (size_t)T->cap * sizeof(double), &T->t));
   }
   for (int k = 0; k < 3; k++) T->t[9 * T->n + k] = a[k], T->t[9 * T->n + 3 + k] = b[k], T->t[9 * T->n + 6 + k] = c[k];
   T->n++;
@@ -92,12 +88,8 @@ static PetscErrorCode ReadObj(const char *path, const char *opt, Tris *T)
   while (fgets(line, sizeof(line), f)) {
     if (line[0] == 'v' && line[1] == ' ') {
       if (nv == cap) {
-        double *w;
         cap = 2 * cap + 256;
-        PetscCall(PetscMalloc1(3 * cap, &w));
-        if (nv) PetscCall(PetscArraycpy(w, v, 3 * nv));
-        PetscCall(PetscFree(v));
-        v = w;
+        PetscCall(PetscRealloc(3 * (size_t)cap * sizeof(double), &v));
       }
       if (sscanf(line + 2, "%lf %lf %lf", &v[3 * nv], &v[3 * nv + 1], &v[3 * nv + 2]) == 3) nv++;
     } else if (line[0] == 'f' && line[1] == ' ') {

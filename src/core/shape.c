@@ -36,7 +36,6 @@ static PetscErrorCode Normalize(const char *prefix, const char *opt, PetscInt d,
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Geometry of one shape, read with the given options prefix ("floor_"). */
 /* Polygon: -vertices (x0,y0,x1,y1,...: 2D, or in 3D the coordinates in
  * -plane) relative to -center; in 3D a prism along the plane's normal axis
  * over -range (infinite without).  The frame's R0 maps the plane to the
@@ -95,6 +94,8 @@ static PetscErrorCode TerrainOptions(PetscOptionItems *PetscOptionsObject, Petsc
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Geometry of one shape, read with the given options prefix ("floor_");
+ * files and parts are left in *df for after the options block. */
 static PetscErrorCode ShapeOptions(PetscOptionItems *PetscOptionsObject, PetscInt d, const char *prefix, PetscBool allow_half_space, MPMPlacedShape *ps, double *perm, ShapeDeferred *df)
 {
   MPMShape *s = &ps->shape;
@@ -105,9 +106,11 @@ static PetscErrorCode ShapeOptions(PetscOptionItems *PetscOptionsObject, PetscIn
   PetscFunctionBeginUser;
   PetscCall(MPMOptionsEList("-shape", "Shape: a primitive, a terrain, or a union/intersection/difference of -parts", NULL, ShapeNames, MPM_NSHAPES, ShapeNames[type], &type, NULL));
   PetscCheck(allow_half_space || type != MPM_SHAPE_HALF_SPACE, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT,
-             "-%sshape half_space is unbounded; allowed here: box, sphere, cylinder, polygon, terrain, union, intersection, difference (a half space can be a part of an intersection)", prefix);
+             "-%sshape half_space is unbounded; allowed here: box, sphere, cylinder, polygon, terrain, mesh, union, intersection, difference (a half space can be a part of an intersection)", prefix);
   s->dim  = (int)d;
   s->type = (MPMShapeType)type;
+  PetscCall(PetscOptionsBool("-inside_out", "Solid outside the shape (a container)", NULL, inside_out, &inside_out, NULL));
+  s->inside_out = inside_out;
   if (type >= MPM_NSHAPES - 3) { /* constructive geometry */
     ps->op     = (MPMCsgOp)(type - (MPM_NSHAPES - 3) + 1);
     s->type    = MPM_SHAPE_BOX; /* unused */
@@ -115,13 +118,9 @@ static PetscErrorCode ShapeOptions(PetscOptionItems *PetscOptionsObject, PetscIn
     PetscCall(PetscOptionsStringArray("-parts", "Names of the parts; each reads options -<this prefix><part>_*", NULL, df->parts, &df->nparts, &set));
     PetscCheck(set && df->nparts >= (ps->op == MPM_CSG_DIFFERENCE ? 2 : 1), PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%sparts needs %s part names (comma-separated) for -%sshape %s", prefix,
                ps->op == MPM_CSG_DIFFERENCE ? "at least 2" : "1 or more", prefix, ShapeNames[type]);
-    PetscCall(PetscOptionsBool("-inside_out", "Solid outside the shape (a container)", NULL, inside_out, &inside_out, NULL));
-    s->inside_out = inside_out;
     PetscCall(MPMOptionsVector(PetscOptionsObject, prefix, "-center", "Origin of the parts' frame (the pivot of -rotation) [m]", d, ps->c0, NULL));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscCall(PetscOptionsBool("-inside_out", "Solid outside the shape (a container)", NULL, inside_out, &inside_out, NULL));
-  s->inside_out = inside_out;
   if (type == MPM_SHAPE_SAMPLED) {
     PetscBool fset;
     PetscCheck(d == 3, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%sshape mesh: triangle meshes are 3D; in 2D use -%sshape polygon", prefix, prefix);
@@ -271,11 +270,8 @@ static PetscErrorCode ReadCsv(const char *path, const char *prefix, double **v, 
       SETERRQ(PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "-%sfile %s: value %" PetscInt_FMT " is not a finite number", prefix, path, *n + 1);
     }
     if ((size_t)*n == cap) {
-      double *w;
-      PetscCall(PetscMalloc1(2 * cap, &w));
-      PetscCall(PetscArraycpy(w, *v, cap));
-      PetscCall(PetscFree(*v));
-      *v = w, cap *= 2;
+      cap *= 2;
+      PetscCall(PetscRealloc(cap * sizeof(double), v));
     }
     (*v)[(*n)++] = x;
   }
@@ -348,7 +344,6 @@ static PetscErrorCode LoadTerrain(PetscInt d, const char *prefix, ShapeDeferred 
   const char *ext;
 
   PetscFunctionBeginUser;
-  ResolvePath(df->file, sizeof(df->file));
   ext = strrchr(df->file, '.');
   if (d == 2) PetscCall(ProfilePolygon(df->file, prefix, ps));
   else if (ext && (!strcmp(ext, ".asc") || !strcmp(ext, ".ASC"))) PetscCall(ReadAsc(df->file, prefix, ps));
@@ -412,10 +407,10 @@ PetscErrorCode MPMShapeFromOptions(MPI_Comm comm, PetscInt d, const char *prefix
                          d == 2 ? &ps->omega[2] : ps->omega, NULL));
   }
   PetscOptionsEnd();
+  if (df.file[0]) ResolvePath(df.file, sizeof(df.file));
   if (df.file[0] && ps->shape.type == MPM_SHAPE_SAMPLED) {
     char opt[256];
     PetscCall(PetscSNPrintf(opt, sizeof(opt), "-%sfile", prefix));
-    ResolvePath(df.file, sizeof(df.file));
     PetscCall(MPMShapeMeshLoad(df.file, opt, df.mesh_scale, df.mesh_spacing, ps));
   } else if (df.file[0]) PetscCall(LoadTerrain(d, prefix, &df, ps));
   if (ps->op != MPM_CSG_NONE) PetscCall(CreateParts(comm, d, prefix, title, &df, ps));

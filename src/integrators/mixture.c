@@ -218,7 +218,6 @@ static double MixtureStableDt(MPMIntegrator integ, const MPMSim sim, double vmax
   const Mixture *mx = (const Mixture *)integ->data;
   if (mx->stress == MIXTURE_STRESS_EXPLICIT || sim->dt_fixed > 0) return MPMIntegratorExplicitDt(sim, mx->fields, mx->wave_speed, mx->cfl_elastic, vmax, why);
   /* implicit: CFL on the particles, the user's maximum, the cap after a failed solve */
-  *why      = MPM_DT_MAX;
   double dt = MPMStepControlDt(&mx->sc, sim->dt_max, why);
   if (vmax > 0) dt = MPMDtMin(dt, why, sim->cfl * sim->layout.h / vmax, MPM_DT_CFL);
   return dt;

@@ -144,24 +144,26 @@ static PetscErrorCode WriteUnits(hid_t file, const char *name, const char *units
 PetscErrorCode MPMOutputCheckFields(MPMSim sim)
 {
   MPMOutputArray list[MPM_MAX_OUTPUT];
+  const char    *names[MPM_MAX_SPECIES * MPM_MAX_OUTPUT];
   char           allowed[2048] = "";
+  PetscInt       nn = 0;
 
   PetscFunctionBeginUser;
-  for (PetscInt s = 0; s < sim->nspecies; s++) {
+  for (PetscInt s = 0; s < sim->nspecies; s++) { /* every species' arrays, each name once */
     const PetscInt n = OutputList(sim->species[s], list);
-    for (PetscInt k = 0; k < n; k++)
-      if (!strstr(allowed, list[k].name)) {
-        PetscCall(PetscStrlcat(allowed, allowed[0] ? ", " : "", sizeof(allowed)));
-        PetscCall(PetscStrlcat(allowed, list[k].name, sizeof(allowed)));
-      }
+    for (PetscInt k = 0; k < n; k++) {
+      PetscInt j = 0;
+      while (j < nn && strcmp(names[j], list[k].name)) j++;
+      if (j < nn) continue;
+      names[nn++] = list[k].name;
+      PetscCall(PetscStrlcat(allowed, allowed[0] ? ", " : "", sizeof(allowed)));
+      PetscCall(PetscStrlcat(allowed, list[k].name, sizeof(allowed)));
+    }
   }
   for (PetscInt f = 0; f < sim->noutput_fields; f++) {
-    PetscBool found = PETSC_FALSE;
-    for (PetscInt s = 0; s < sim->nspecies && !found; s++) {
-      const PetscInt n = OutputList(sim->species[s], list);
-      for (PetscInt k = 0; k < n && !found; k++) found = !strcmp(list[k].name, sim->output_fields[f]) ? PETSC_TRUE : PETSC_FALSE;
-    }
-    PetscCheck(found, sim->comm, PETSC_ERR_USER_INPUT, "-output_fields %s: not a field of this run's frames; allowed: %s", sim->output_fields[f], allowed);
+    PetscInt j = 0;
+    while (j < nn && strcmp(names[j], sim->output_fields[f])) j++;
+    PetscCheck(j < nn, sim->comm, PETSC_ERR_USER_INPUT, "-output_fields %s: not a field of this run's frames; allowed: %s", sim->output_fields[f], allowed);
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -194,17 +196,12 @@ static PetscErrorCode WriteParticles(const MPMSim sim, PetscInt n, const MPMOutp
     PetscCall(WriteUnits(F->file, name, Units(arr[k].name, sim->dim)));
   }
   PetscCall(PetscSNPrintf(name, sizeof(name), "%sconnectivity", group));
-  if (F->total < INT32_MAX) { /* 4 bytes a particle where they suffice */
-    int32_t *conn;
-    PetscCall(PetscMalloc1(F->n + 1, &conn));
-    for (PetscInt q = 0; q < F->n; q++) conn[q] = (int32_t)(F->offset + q);
-    PetscCall(MPMH5WriteArray(F, name, H5T_NATIVE_INT32, 1, conn));
-    PetscCall(PetscFree(conn));
-  } else {
+  {
     int64_t *conn;
     PetscCall(PetscMalloc1(F->n + 1, &conn));
     for (PetscInt q = 0; q < F->n; q++) conn[q] = F->offset + q;
-    PetscCall(MPMH5WriteArray(F, name, H5T_NATIVE_INT64, 1, conn));
+    /* stored in 4 bytes a particle where they suffice (HDF5 converts) */
+    PetscCall(MPMH5WriteArrayAs(F, name, H5T_NATIVE_INT64, F->total < INT32_MAX ? H5T_NATIVE_INT32 : H5T_NATIVE_INT64, 1, conn));
     PetscCall(PetscFree(conn));
   }
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -401,14 +401,12 @@ static PetscErrorCode JsonFiniteNumbers(char *text, size_t len)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The integrator's run totals as summary.json lines ("integrator_<name>"),
- * none for an integrator without statistics. */
 /* The steps taken per limit that set them (what to change to go faster:
  * -cfl, the stiffness, or the output cadence). */
 static PetscErrorCode DtLimits(MPMSim sim, char *buf, size_t len)
 {
   PetscFunctionBeginUser;
-  PetscCall(PetscSNPrintf(buf, len, "  \"warnings\": %" PetscInt_FMT ",\n  \"dt_taken_min\": %.6g,\n  \"steps_by_dt_limit\": {", MPMWarnings(), sim->step ? sim->dt_taken_lo : 0.0));
+  PetscCall(PetscSNPrintf(buf + strlen(buf), len - strlen(buf), "  \"dt_taken_min\": %.6g,\n  \"steps_by_dt_limit\": {", sim->step ? sim->dt_taken_lo : 0.0));
   for (int k = 0, first = 1; k < MPM_DT_NREASONS; k++) {
     if (sim->dt_count[k] == 0) continue;
     PetscCall(PetscSNPrintf(buf + strlen(buf), len - strlen(buf), "%s\"%s\": %.0f", first ? "" : ", ", MPMDtLimitNames[k], sim->dt_count[k]));
@@ -450,11 +448,15 @@ static PetscErrorCode ObjectTotals(MPMSim sim, char *buf, size_t len)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The run's counts and totals as summary.json lines: plausibility
+ * warnings, the steps by limit, the objects' loads, and the integrator's
+ * statistics ("integrator_<name>", none for an integrator without). */
 static PetscErrorCode StatsTotals(MPMSim sim, char *buf, size_t len)
 {
   MPMStepStats st;
 
   PetscFunctionBeginUser;
+  PetscCall(PetscSNPrintf(buf, len, "  \"warnings\": %" PetscInt_FMT ",\n", MPMWarnings()));
   PetscCall(DtLimits(sim, buf, len));
   PetscCall(ObjectTotals(sim, buf, len));
   PetscCall(MPMIntegratorStats(sim->integ, &st));
@@ -515,51 +517,59 @@ PetscErrorCode MPMOutputFinalize(MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Global invariants: count, mass, momentum, kinetic and elastic energy, the
- * fastest particle. */
-/* Collective: -sum m g.(x - domain_lo) with the full gravity (the ramp's
- * work per step is this times the change of its factor). */
-PetscErrorCode MPMPotentialEnergyFull(MPMSim sim, double *pe)
+/* This rank's -sum m gs g.(x - domain_lo): the potential energy with the
+ * gravity ramp's factor gs. */
+static double LocalPotential(const MPMSim sim, double gs)
 {
-  const PetscInt d = sim->dim;
-
-  PetscFunctionBeginUser;
-  *pe = 0;
+  const PetscInt d  = sim->dim;
+  double         pe = 0;
   for (PetscInt sp = 0; sp < sim->nspecies; sp++) {
     const MPMParticles *p = &sim->species[sp]->p;
     const double       *m = MPMFieldReal(p, p->f_m), *x = MPMFieldReal(p, p->f_x);
-    for (PetscInt q = 0; q < p->n; q++)
-      for (PetscInt a = 0; a < d; a++) *pe -= m[q] * sim->gravity[a] * (x[q * d + a] - sim->layout.lo[a]);
+    for (PetscInt q = 0; q < p->n; q++) {
+      double gx = 0;
+      for (PetscInt a = 0; a < d; a++) gx += sim->gravity[a] * (x[q * d + a] - sim->layout.lo[a]);
+      pe -= gs * m[q] * gx;
+    }
   }
+  return pe;
+}
+
+/* Collective: the potential energy with the full gravity (the ramp's work
+ * per step is this times the change of its factor). */
+PetscErrorCode MPMPotentialEnergyFull(MPMSim sim, double *pe)
+{
+  PetscFunctionBeginUser;
+  *pe = LocalPotential(sim, 1.0);
   PetscCall(MPMGlobalSum(sim->comm, pe, 1));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Global invariants: count, mass, momentum, kinetic, elastic and potential
+ * energy, the fastest particle. */
 PetscErrorCode MPMComputeDiagnostics(MPMSim sim, MPMDiagnostics *out)
 {
   const PetscInt d = sim->dim;
-  const double   gs = MPMGravityScale(sim);
   double         s[8] = {0}, vmax = 0;
 
   PetscFunctionBeginUser;
   for (PetscInt sp = 0; sp < sim->nspecies; sp++) {
     const MPMParticles *p = &sim->species[sp]->p;
-    const double       *m = MPMFieldReal(p, p->f_m), *v = MPMFieldReal(p, p->f_v), *x = MPMFieldReal(p, p->f_x);
+    const double       *m = MPMFieldReal(p, p->f_m), *v = MPMFieldReal(p, p->f_v);
     for (PetscInt q = 0; q < p->n; q++) {
-      double v2 = 0, gx = 0;
+      double v2 = 0;
       s[0] += 1;
       s[1] += m[q];
       for (PetscInt a = 0; a < d; a++) {
         s[2 + a] += m[q] * v[q * d + a];
         v2 += v[q * d + a] * v[q * d + a];
-        gx += sim->gravity[a] * (x[q * d + a] - sim->layout.lo[a]);
       }
       s[5] += 0.5 * m[q] * v2;
-      s[7] -= gs * m[q] * gx;
       vmax = PetscMax(vmax, v2);
     }
     s[6] += MPMMaterialsElasticEnergy(sim->species[sp]); /* (K20) */
   }
+  s[7] = LocalPotential(sim, MPMGravityScale(sim));
   vmax = sqrt(vmax);
   PetscCall(MPMGlobalSum(sim->comm, s, 8));
   PetscCall(MPMGlobalMax(sim->comm, &vmax, 1));
