@@ -308,6 +308,9 @@ void   mpm_fcr_dpiola(int dim, double mu, double lambda, const double *F, const 
 /* P of mpm_fcr_piola and its linearization as an isotropic function of the
  * singular values, for mpm_iso_dpiola (the implicit integrators). */
 void   mpm_fcr_trial_piola(int dim, double mu, double lambda, const double *F, double *P, MPMIsoLinearization *lin);
+/* The same for n particles (moduli per particle; 3D in MPM_LANES SIMD
+ * lanes, equal to it to roundoff). */
+void   mpm_fcr_trial_piola_n(int dim, int n, const double *mu, const double *lambda, const double *F, double *P, MPMIsoLinearization *lin);
 
 typedef struct {
   int    dim;

@@ -59,7 +59,10 @@ double mpm_g2p(const MPMGridBox *g, const double *grid, double dt, double flip, 
  *   divergence: node i += sum_p A_p grad w_ip   (A_p = -dt V0 P F^T gives dt f, K23)
  *   diagonal:   node i, component a += sum_{c,f} D_p[a][c][f] y_c y_f,
  *               y = F_p^T grad w_ip, D dim^3 per particle: the diagonal of
- *               the stiffness dt^2 V0 dP/dF contracted on both sides. */
+ *               the stiffness dt^2 V0 dP/dF contracted on both sides.
+ * The gradient and divergence on 3D nodes of 4 values with off = 0 (the
+ * semi-implicit velocity field; the divergence adds 0 to the fourth slot)
+ * run in SIMD: the same sums, reassociated. */
 void mpm_grid_gradient(const MPMGridBox *g, int n, const double *X, const double *grid, int off, double *G);
 /* A scalar per particle to the nodes: slot off of node i += sum_p w_ip s_p
  * (the sand's volume for the mixture's porosity). */

@@ -5,7 +5,7 @@
 PetscLogEvent MPM_EVENT_P2G, MPM_EVENT_GRID_UPDATE, MPM_EVENT_G2P, MPM_EVENT_CONSTITUTIVE, MPM_EVENT_MIGRATE, MPM_EVENT_GHOST,
   MPM_EVENT_OUTPUT, MPM_EVENT_SORT, MPM_EVENT_SEED, MPM_EVENT_REDUCE, MPM_EVENT_CHECKPOINT, MPM_EVENT_CATALYST, MPM_EVENT_BALANCE,
   MPM_EVENT_RESIDUAL, MPM_EVENT_JACOBIAN_MULT, MPM_EVENT_PMAT, MPM_EVENT_FORMS, MPM_EVENT_DCFP,
-  MPM_EVENT_NEIGHBOURS, MPM_EVENT_CONTACTS;
+  MPM_EVENT_NEIGHBOURS, MPM_EVENT_CONTACTS, MPM_EVENT_LINEARIZE;
 PetscLogStage MPM_STAGE_SETUP, MPM_STAGE_STEPPING, MPM_STAGE_OUTPUT;
 
 PetscErrorCode MPMLogEventsRegister(void)
@@ -37,6 +37,7 @@ PetscErrorCode MPMLogEventsRegister(void)
   PetscCall(PetscLogEventRegister("MPMCatalyst", classid, &MPM_EVENT_CATALYST));
   PetscCall(PetscLogEventRegister("MPMResidual", classid, &MPM_EVENT_RESIDUAL));          /* implicit: the residual */
   PetscCall(PetscLogEventRegister("MPMJacobianMult", classid, &MPM_EVENT_JACOBIAN_MULT)); /* implicit: the matrix-free Jacobian */
+  PetscCall(PetscLogEventRegister("MPMLinearize", classid, &MPM_EVENT_LINEARIZE));        /* semi-implicit: each particle's stress and its symmetric map, the operator's diagonal */
   PetscCall(PetscLogEventRegister("MPMPmatAssembly", classid, &MPM_EVENT_PMAT));          /* implicit: the assembled preconditioner matrix */
   PetscCall(PetscLogEventRegister("MPMForms", classid, &MPM_EVENT_FORMS));                /* nonsmooth: the forms B, k and the Delassus blocks */
   PetscCall(PetscLogEventRegister("MPMDCFPSolve", classid, &MPM_EVENT_DCFP));             /* nonsmooth: the Gauss-Seidel sweeps */

@@ -243,9 +243,11 @@ static PetscErrorCode OperatorDiagonal(Mat J, Vec D)
 
 /* ------------------------------------------------- the linearization */
 /* At F_E^n, every particle (runs of one material): the stress P and its
- * linearization (the materials' trial_stress at Fhat = F_E), the explicit
- * force's A = -dt V0 P F^T and the symmetric map S.  An inverted or
- * non-finite F_E sets bad0 (the step is refused) and contributes nothing. */
+ * linearization (the materials' trial_stress at Fhat = F_E, a run at once
+ * where the material has trial_stress_n), the explicit force's A = -dt V0
+ * P F^T and the symmetric map S.  P is written into A first.  An inverted
+ * or non-finite F_E sets bad0 (the step is refused) and contributes
+ * nothing. */
 static PetscErrorCode Linearize(SemiSpecies *ss, double beta, PetscBool definite)
 {
   MPMSpecies    *sp = ss->sp;
@@ -255,6 +257,7 @@ static PetscErrorCode Linearize(SemiSpecies *ss, double beta, PetscBool definite
   const int32_t *mat = MPMFieldInt32(p, p->f_mat);
 
   PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_LINEARIZE, 0, 0, 0, 0));
   PetscCall(ParticleScratch(ss));
   ss->bad0 = PETSC_FALSE;
   for (PetscInt q0 = 0, q1; q0 < n; q0 = q1) {
@@ -262,6 +265,9 @@ static PetscErrorCode Linearize(SemiSpecies *ss, double beta, PetscBool definite
     MPMMaterialPoints pts;
     q1 = MPMMaterialRunEnd(mat, q0, n);
     MPMMaterialsPoints(sp, &ss->f.mf, ss->f.f_tau, q0, &pts);
+    if (m->ops.trial_stress_n) m->ops.trial_stress_n(m, &pts, 0, (int)(q1 - q0), Fe + q0 * d * d, ss->A + q0 * d * d, ss->lin + q0);
+    else
+      for (PetscInt q = q0; q < q1; q++) m->ops.trial_stress(m, &pts, (int)(q - q0), Fe + q * d * d, ss->A + q * d * d, &ss->lin[q]);
     for (PetscInt q = q0; q < q1; q++) {
       const double *F = Fe + q * d * d, J = mpm_det(d, F);
       double       *A = ss->A + q * d * d, *S = ss->S + q * ns, P[9];
@@ -271,12 +277,13 @@ static PetscErrorCode Linearize(SemiSpecies *ss, double beta, PetscBool definite
         for (int k = 0; k < ns; k++) S[k] = 0;
         continue;
       }
-      m->ops.trial_stress(m, &pts, (int)(q - q0), F, P, &ss->lin[q]);
+      for (int k = 0; k < d * d; k++) P[k] = A[k];
       if (definite) mpm_iso_definite(&ss->lin[q]);
       mpm_scaled_pft(d, -ss->dt * V0[q], P, F, A);
       mpm_iso_sym_map(&ss->lin[q], ss->dt, -beta * ss->dt * V0[q], S); /* G -> -beta dt V0 dP(dt G F) F^T */
     }
   }
+  PetscCall(PetscLogEventEnd(MPM_EVENT_LINEARIZE, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -435,7 +442,9 @@ static PetscErrorCode Predict(const Semi *se, SemiSpecies *ss, double dt)
   mpm_p2g_divergence(&ss->vel->box, (int)p->n, MPMFieldReal(p, p->f_x), ss->A, fl, 0);
   PetscCall(VecRestoreArray(ss->fl, &fl));
   PetscCall(GatherForce(ss, ss->f0));
+  PetscCall(PetscLogEventBegin(MPM_EVENT_LINEARIZE, 0, 0, 0, 0));
   PetscCall(Diagonal(ss));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_LINEARIZE, 0, 0, 0, 0));
   PetscCall(SetVelocity(ss, ss->c));
   PetscCall(VecGetArray(ss->b, &b));
   PetscCall(Residual(ss, NULL, ss->c, b));

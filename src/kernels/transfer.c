@@ -539,10 +539,19 @@ void mpm_g2p_scalar(const MPMGridBox *g, int n, const double *X, const double *g
   }
 }
 
+static void grid_gradient_vec4(const MPMGridBox *g, int n, const double *X, const double *grid, double *G);
+static void p2g_divergence_vec4(const MPMGridBox *g, int n, const double *X, const double *A, double *grid);
+
+/* 3D grids of nodes of 4 doubles, read from slot 0, take the SIMD pass of
+ * the semi-implicit operator (the same sums reassociated). */
 void mpm_grid_gradient(const MPMGridBox *g, int n, const double *X, const double *grid, int off, double *G)
 {
   const int   d = g->dim;
   StencilGrad sg;
+  if (d == 3 && g->dof == 4 && off == 0) {
+    grid_gradient_vec4(g, n, X, grid, G);
+    return;
+  }
   for (int q = 0; q < n; q++) {
     double *Gq = G + q * d * d;
     stencil_grad(g, X + q * d, &sg);
@@ -557,6 +566,10 @@ void mpm_p2g_divergence(const MPMGridBox *g, int n, const double *X, const doubl
 {
   const int   d = g->dim;
   StencilGrad sg;
+  if (d == 3 && g->dof == 4 && off == 0) {
+    p2g_divergence_vec4(g, n, X, A, grid);
+    return;
+  }
   for (int q = 0; q < n; q++) {
     const double *Aq = A + q * d * d;
     stencil_grad(g, X + q * d, &sg);
@@ -752,60 +765,105 @@ ALWAYS_INLINE void graddiv_sym(const int dim, const int order, const MPMGridBox 
   }
 }
 
-/* graddiv_sym in 3D on nodes of 4 doubles (3 velocity components and a
- * padding slot that stays 0): a node is one vec4, so a stencil node costs
- * 2 vector FMAs in the gradient and 2 in the divergence. */
+/* The gradient of a 3D grid of nodes of 4 doubles (3 components and a
+ * padding slot) at one particle: c_b[a] = d in_a / d x_b, summed row by row
+ * (dwx and wx), then plane by plane, then along z; a node is one vec4, so a
+ * stencil node costs 2 vector FMAs. */
+ALWAYS_INLINE void grad_3d_vec4(const int order, const Stencil *s, const double *restrict src, long sy, long sz, vec4 *c)
+{
+  const int  W    = order + 1;
+  const vec4 zero = {0};
+  vec4       c0 = zero, c1 = zero, c2 = zero;
+  for (int kz = 0; kz < W; kz++) {
+    vec4 P0 = zero, P1 = zero, P2 = zero;
+    for (int ky = 0; ky < W; ky++) {
+      const double *row = src + kz * sz + ky * sy;
+      vec4          R0 = zero, R1 = zero;
+      for (int kx = 0; kx < W; kx++) {
+        const vec4 v = vec4_load(row + 4 * kx);
+        R0           = vec4_madd(s->dw[0][kx], v, R0);
+        R1           = vec4_madd(s->w[0][kx], v, R1);
+      }
+      P0 = vec4_madd(s->w[1][ky], R0, P0);
+      P1 = vec4_madd(s->dw[1][ky], R1, P1);
+      P2 = vec4_madd(s->w[1][ky], R1, P2);
+    }
+    c0 = vec4_madd(s->w[2][kz], P0, c0);
+    c1 = vec4_madd(s->w[2][kz], P1, c1);
+    c2 = vec4_madd(s->dw[2][kz], P2, c2);
+  }
+  c[0] = c0, c[1] = c1, c[2] = c2;
+}
+
+/* Its adjoint: node (kx, ky, kz) += A grad w = dwx (wy wz Ac_0) + wx (dwy wz
+ * Ac_1 + wy dwz Ac_2), Ac_b[a] = A[a][b] (the padding lanes 0), from
+ * per-plane and per-row vectors: 2 vector FMAs a node. */
+ALWAYS_INLINE void div_3d_vec4(const int order, const Stencil *s, double *restrict dst, long sy, long sz, const double *A)
+{
+  const int  W    = order + 1;
+  const vec4 zero = {0}, A0 = {A[0], A[3], A[6], 0}, A1 = {A[1], A[4], A[7], 0}, A2 = {A[2], A[5], A[8], 0};
+  for (int kz = 0; kz < W; kz++) {
+    const vec4 Z0 = vec4_madd(s->w[2][kz], A0, zero), Z1 = vec4_madd(s->w[2][kz], A1, zero), Z2 = vec4_madd(s->dw[2][kz], A2, zero);
+    for (int ky = 0; ky < W; ky++) {
+      double    *row = dst + kz * sz + ky * sy;
+      const vec4 Ra = vec4_madd(s->w[1][ky], Z0, zero), Rb = vec4_madd(s->dw[1][ky], Z1, vec4_madd(s->w[1][ky], Z2, zero));
+      for (int kx = 0; kx < W; kx++) vec4_store(row + 4 * kx, vec4_madd(s->dw[0][kx], Ra, vec4_madd(s->w[0][kx], Rb, vec4_load(row + 4 * kx))));
+    }
+  }
+}
+
+/* graddiv_sym in 3D on nodes of 4 doubles. */
 ALWAYS_INLINE void graddiv_sym_3d_vec4(const int order, const MPMGridBox *g, int n, const double *restrict X, const double *restrict S, const double *restrict in,
                                        double *restrict out)
 {
-  const int  W = order + 1, ns = 45;
   const long sy = 4L * g->gn[0], sz = sy * g->gn[1];
-  const vec4 zero = {0};
-
   for (int q = 0; q < n; q++) {
     Stencil s;
+    vec4    c[3];
     double  gv[9], A[9];
     stencil_eval(g, 3, order, X + 3 * q, &s);
-    const long    o   = 4 * node_offset(g, s.base[0], s.base[1], s.base[2]);
-    const double *src = in + o;
-    double       *dst = out + o;
-    vec4          c0 = zero, c1 = zero, c2 = zero; /* c_b[a] = d in_a / d x_b */
-
-    for (int kz = 0; kz < W; kz++) {
-      vec4 P0 = zero, P1 = zero, P2 = zero;
-      for (int ky = 0; ky < W; ky++) {
-        const double *row = src + kz * sz + ky * sy;
-        vec4          R0 = zero, R1 = zero;
-        for (int kx = 0; kx < W; kx++) {
-          const vec4 v = vec4_load(row + 4 * kx);
-          R0           = vec4_madd(s.dw[0][kx], v, R0);
-          R1           = vec4_madd(s.w[0][kx], v, R1);
-        }
-        P0 = vec4_madd(s.w[1][ky], R0, P0);
-        P1 = vec4_madd(s.dw[1][ky], R1, P1);
-        P2 = vec4_madd(s.w[1][ky], R1, P2);
-      }
-      c0 = vec4_madd(s.w[2][kz], P0, c0);
-      c1 = vec4_madd(s.w[2][kz], P1, c1);
-      c2 = vec4_madd(s.dw[2][kz], P2, c2);
-    }
-    for (int a = 0; a < 3; a++) {
-      gv[a * 3 + 0] = c0[a];
-      gv[a * 3 + 1] = c1[a];
-      gv[a * 3 + 2] = c2[a];
-    }
-    sym_apply(9, S + (size_t)q * ns, gv, A);
-    const vec4 A0 = {A[0], A[3], A[6], 0}, A1 = {A[1], A[4], A[7], 0}, A2 = {A[2], A[5], A[8], 0};
-
-    for (int kz = 0; kz < W; kz++) {
-      const vec4 Z0 = vec4_madd(s.w[2][kz], A0, zero), Z1 = vec4_madd(s.w[2][kz], A1, zero), Z2 = vec4_madd(s.dw[2][kz], A2, zero);
-      for (int ky = 0; ky < W; ky++) {
-        double    *row = dst + kz * sz + ky * sy;
-        const vec4 Ra = vec4_madd(s.w[1][ky], Z0, zero), Rb = vec4_madd(s.dw[1][ky], Z1, vec4_madd(s.w[1][ky], Z2, zero));
-        for (int kx = 0; kx < W; kx++) vec4_store(row + 4 * kx, vec4_madd(s.dw[0][kx], Ra, vec4_madd(s.w[0][kx], Rb, vec4_load(row + 4 * kx))));
-      }
-    }
+    const long o = 4 * node_offset(g, s.base[0], s.base[1], s.base[2]);
+    grad_3d_vec4(order, &s, in + o, sy, sz, c);
+    for (int a = 0; a < 3; a++)
+      for (int b = 0; b < 3; b++) gv[a * 3 + b] = c[b][a];
+    sym_apply(9, S + (size_t)q * 45, gv, A);
+    div_3d_vec4(order, &s, out + o, sy, sz, A);
   }
+}
+
+/* mpm_grid_gradient and mpm_p2g_divergence on such a grid (the
+ * semi-implicit step's velocity field). */
+ALWAYS_INLINE void grid_gradient_3d_vec4(const int order, const MPMGridBox *g, int n, const double *restrict X, const double *restrict in, double *restrict G)
+{
+  const long sy = 4L * g->gn[0], sz = sy * g->gn[1];
+  for (int q = 0; q < n; q++) {
+    Stencil s;
+    vec4    c[3];
+    stencil_eval(g, 3, order, X + 3 * q, &s);
+    grad_3d_vec4(order, &s, in + 4 * node_offset(g, s.base[0], s.base[1], s.base[2]), sy, sz, c);
+    for (int a = 0; a < 3; a++)
+      for (int b = 0; b < 3; b++) G[9 * q + a * 3 + b] = c[b][a];
+  }
+}
+
+ALWAYS_INLINE void p2g_divergence_3d_vec4(const int order, const MPMGridBox *g, int n, const double *restrict X, const double *restrict A, double *restrict out)
+{
+  const long sy = 4L * g->gn[0], sz = sy * g->gn[1];
+  for (int q = 0; q < n; q++) {
+    Stencil s;
+    stencil_eval(g, 3, order, X + 3 * q, &s);
+    div_3d_vec4(order, &s, out + 4 * node_offset(g, s.base[0], s.base[1], s.base[2]), sy, sz, A + 9 * q);
+  }
+}
+
+static void grid_gradient_vec4(const MPMGridBox *g, int n, const double *X, const double *grid, double *G)
+{
+  g->order == 2 ? grid_gradient_3d_vec4(2, g, n, X, grid, G) : grid_gradient_3d_vec4(3, g, n, X, grid, G);
+}
+
+static void p2g_divergence_vec4(const MPMGridBox *g, int n, const double *X, const double *A, double *grid)
+{
+  g->order == 2 ? p2g_divergence_3d_vec4(2, g, n, X, A, grid) : p2g_divergence_3d_vec4(3, g, n, X, A, grid);
 }
 
 void mpm_gradient_divergence_sym(const MPMGridBox *g, int n, const double *X, const double *S, const double *in, double *out)

@@ -54,6 +54,10 @@ typedef struct {
    * and its linearization for mpm_iso_dpiola.  Returns the MPMPlasticCase.
    * NULL: not available (then no_trial_stress may say why). */
   int (*trial_stress)(const MPMMaterial m, const MPMMaterialPoints *pts, int i, const double *Fhat, double *P, MPMIsoLinearization *lin);
+  /* The same for the n points i0 .. i0 + n - 1 of the run at once, Fhat, P
+   * and lin starting at point i0 (optional, for speed: snow's runs in SIMD
+   * lanes; equal to trial_stress to roundoff; NULL: one by one). */
+  void (*trial_stress_n)(const MPMMaterial m, const MPMMaterialPoints *pts, int i0, int n, const double *Fhat, double *P, MPMIsoLinearization *lin);
   /* Solves with plasticity lagged to commit (-integrator mixture, stresses
    * implicit): the same with the elastic law alone, at the moduli of the
    * state the step started from.  Solids. */

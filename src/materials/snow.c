@@ -42,6 +42,18 @@ static int SnowTrial(const MPMMaterial m, const MPMMaterialPoints *pts, int i, c
   return MPM_CASE_ELASTIC;
 }
 
+static void SnowTrialN(const MPMMaterial m, const MPMMaterialPoints *pts, int i0, int n, const double *Fhat, double *P, MPMIsoLinearization *lin)
+{
+  const MPMSnowParams *p  = (const MPMSnowParams *)m->ctx;
+  const int            d2 = p->dim * p->dim;
+  for (int c = 0; c < n; c += 64) { /* the hardened moduli of 64 points, then their linearization */
+    const int nc = PetscMin(64, n - c);
+    double    mu[64], lambda[64];
+    for (int i = 0; i < nc; i++) mpm_snow_lame(p, pts->Jp[i0 + c + i], &mu[i], &lambda[i]);
+    mpm_fcr_trial_piola_n(p->dim, nc, mu, lambda, Fhat + d2 * c, P + d2 * c, lin + c);
+  }
+}
+
 static void SnowElasticTrial(const MPMMaterial m, const MPMMaterialPoints *pts, int i, const double *Fhat, double *P, MPMIsoLinearization *lin) { (void)SnowTrial(m, pts, i, Fhat, P, lin); }
 
 /* Compacted snow is stiffer: the largest exp(xi (1 - J_P)) of the points. */
@@ -83,6 +95,7 @@ PetscErrorCode MPMMaterialCreate_Snow(MPMMaterial m, PetscOptionItems *PetscOpti
   m->ops.stress       = SnowStress;
   m->ops.energy       = SnowEnergy;
   m->ops.trial_stress = SnowTrial;
+  m->ops.trial_stress_n = SnowTrialN;
   m->ops.stiffening   = SnowStiffening;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
