@@ -307,6 +307,28 @@ void mpm_fcr_trial_piola(int d, double mu, double lambda, const double *F, doubl
 /* ------------------------------------------------------------------------ */
 /* The snow update on MPM_LANES particles at once (3D)                      */
 /* ------------------------------------------------------------------------ */
+#define L MPM_LANES
+
+/* The lanes' F (nl particles; unused lanes an undeformed one), U and the
+ * singular values s from the Jacobi of b = F F^T, and the lanes that must
+ * take the scalar path: det F <= 0 or a singular value below 0.25. */
+static void lanes_svd(int nl, const double *Fin, double F[9][L], double U[9][L], double s[3][L], int *scalar)
+{
+  double A[6][L], lam[3][L];
+  lanes_load_F(nl, Fin, F);
+  lanes_ffT(F, A);
+  mpm_sym_eig3_lanes(A, lam, U);
+  for (int k = 0; k < 3; k++) {
+    FOR_LANES(l) lam[k][l] = fmax(lam[k][l], 0.0);
+    lanes_sqrt(lam[k], s[k]);
+  }
+  FOR_LANES(l)
+  {
+    const double det = F[0][l] * (F[4][l] * F[8][l] - F[5][l] * F[7][l]) - F[1][l] * (F[3][l] * F[8][l] - F[5][l] * F[6][l]) + F[2][l] * (F[3][l] * F[7][l] - F[4][l] * F[6][l]);
+    scalar[l]        = !(det > 0) || !(s[0][l] >= 0.25 && s[1][l] >= 0.25 && s[2][l] >= 0.25);
+  }
+}
+
 /* mpm_snow_update without V: with b = F F^T = U diag(s^2) U^T (the Jacobi
  * of mpm_sym_eig3_lanes, as for Drucker-Prager), F = U diag(s) V^T gives
  *   clamped F_E = U diag(c) V^T = U diag(c/s) U^T F,
@@ -315,28 +337,18 @@ void mpm_fcr_trial_piola(int d, double mu, double lambda, const double *F, doubl
  * accurate to roundoff relative to 1 where s is not small; particles with
  * det F <= 0 or a singular value below 0.25 (inverted or crushed, where
  * the signs of mpm_svd_signed matter) take the scalar mpm_snow_update. */
-#define L MPM_LANES
-
 static void snow_update_lanes(const MPMSnowParams *p, int nl, double *Fe, double *Jp, double *tau, uint8_t *pcase)
 {
-  double F[9][L], A[6][L], lam[3][L], U[9][L], s[3][L], c[3][L], e[3][L], jv[L], x[L], h[L];
+  double F[9][L], U[9][L], s[3][L], c[3][L], e[3][L], jv[L], x[L], h[L];
   int    clamped[L], scalar[L], any_clamped = 0;
 
-  lanes_load_F(nl, Fe, F); /* unused lanes: an undeformed particle */
+  lanes_svd(nl, Fe, F, U, s, scalar);
   for (int l = 0; l < L; l++) jv[l] = l < nl ? Jp[l] : 1.0;
-  lanes_ffT(F, A);
-  mpm_sym_eig3_lanes(A, lam, U);
-  for (int k = 0; k < 3; k++) {
-    FOR_LANES(l) lam[k][l] = fmax(lam[k][l], 0.0);
-    lanes_sqrt(lam[k], s[k]);
-  }
   /* the clamp (S12) and J_P *= det F_E^trial / det F_E */
   FOR_LANES(l)
   {
-    const double det = F[0][l] * (F[4][l] * F[8][l] - F[5][l] * F[7][l]) - F[1][l] * (F[3][l] * F[8][l] - F[5][l] * F[6][l]) + F[2][l] * (F[3][l] * F[7][l] - F[4][l] * F[6][l]);
-    double       jt = 1, jc = 1;
-    int          nc = 0;
-    scalar[l]       = !(det > 0) || !(s[0][l] >= 0.25 && s[1][l] >= 0.25 && s[2][l] >= 0.25);
+    double jt = 1, jc = 1;
+    int    nc = 0;
     for (int k = 0; k < 3; k++) {
       const double sk = scalar[l] ? 1.0 : s[k][l];
       c[k][l]         = fmin(fmax(sk, 1.0 - p->theta_c), 1.0 + p->theta_s);
@@ -398,21 +410,10 @@ void mpm_snow_update_n(const MPMSnowParams *p, int n, double *Fe, double *Jp, do
  * scalar SVD was 10 % of a 3D snowball's run. */
 static void fcr_trial_lanes(int nl, const double *mu, const double *lambda, const double *Fin, double *P, MPMIsoLinearization *lin)
 {
-  double F[9][L], A[6][L], lam[3][L], U[9][L], s[3][L];
+  double F[9][L], U[9][L], s[3][L];
   int    scalar[L];
 
-  lanes_load_F(nl, Fin, F);
-  lanes_ffT(F, A);
-  mpm_sym_eig3_lanes(A, lam, U);
-  for (int k = 0; k < 3; k++) {
-    FOR_LANES(l) lam[k][l] = fmax(lam[k][l], 0.0);
-    lanes_sqrt(lam[k], s[k]);
-  }
-  FOR_LANES(l)
-  {
-    const double det = F[0][l] * (F[4][l] * F[8][l] - F[5][l] * F[7][l]) - F[1][l] * (F[3][l] * F[8][l] - F[5][l] * F[6][l]) + F[2][l] * (F[3][l] * F[7][l] - F[4][l] * F[6][l]);
-    scalar[l]        = !(det > 0) || !(s[0][l] >= 0.25 && s[1][l] >= 0.25 && s[2][l] >= 0.25);
-  }
+  lanes_svd(nl, Fin, F, U, s, scalar);
   for (int l = 0; l < nl; l++) {
     MPMIsoLinearization *li = lin + l;
     double              *Pl = P + 9 * l, J = 1, c[3];
