@@ -26,6 +26,7 @@ def main():
     ap.add_argument("--reference-velocity", help="analytic centre-of-mass x velocity v(t)")
     args = ap.parse_args()
     h = mpmio.history(args.outdir)
+    units = mpmio.history_units(args.outdir)  # {} for output from before history_units.csv
     if not h:
         sys.exit("history_plot: %s/history.csv has no rows" % args.outdir)
     import matplotlib
@@ -45,12 +46,12 @@ def main():
         ax[0].plot(t, wobj, label="work by objects")
     ax[0].plot(t, E + diss - wobj, "k", label="mechanical + dissipated - work in")
     ax[0].set_xlabel("t [s]")
-    ax[0].set_ylabel("energy [J] (J/m in 2D)")
+    ax[0].set_ylabel("energy [%s]" % units.get("kinetic_energy", "J, J/m in 2D"))
     ax[0].legend(fontsize=7)
     for k, lab in (("momentum_x", "p_x"), ("momentum_y", "p_y"), ("momentum_z", "p_z")):
         ax[1].plot(t, h[k], label=lab)
     ax[1].set_xlabel("t [s]")
-    ax[1].set_ylabel("total momentum [kg m/s]")
+    ax[1].set_ylabel("total momentum [%s]" % units.get("momentum_x", "kg m/s, kg/s in 2D"))
     ax[1].legend(fontsize=7)
     ax[2].plot(t, h["momentum_x"] / h["mass"], label="v_com,x (MPM)")
     if args.reference_velocity:

@@ -90,6 +90,18 @@ def history(outdir):
     return {k: np.array([float(r[k]) for r in rows]) for k in rows[0]} if rows else {}
 
 
+def history_units(outdir):
+    """The SI unit of every history.csv column (history_units.csv: the same
+    header over a row of units; "-" for counts and ratios; 2D quantities
+    per unit depth), as a dict; {} for output written before it existed."""
+    path = os.path.join(outdir, "history_units.csv")
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        rows = list(csv.reader(f))
+    return dict(zip(rows[0], rows[1])) if len(rows) >= 2 else {}
+
+
 def forces(outdir, name):
     """forces/<name>.csv (one object: mean force and torque per history row,
     impulse since the start, |F|, peak |F|) as a dict of numpy arrays."""

@@ -1,5 +1,7 @@
 """Forces and torques on collision objects (history.csv, <name>_fx ...):
 
+- history_units.csv gives every history.csv column its SI unit (2D: per
+  unit depth).
 - Momentum balance, exact to roundoff: the transfers conserve momentum, so
   between two history rows the forces on all objects add up to
   M g - dP/dt (P the particles' momentum, M their mass).  Checked at every
@@ -39,9 +41,20 @@ def objects(h):
     return sorted({k.rsplit("_", 1)[0] for k in h if k.endswith("_fx")})
 
 
+def units(c, label, out, dim, names):
+    """history_units.csv: a unit for every history.csv column, per unit depth in 2D."""
+    u, h = T.mpmio.history_units(out), T.mpmio.history(out)
+    c.true("%s: history_units.csv has history.csv's columns, in order" % label, list(u) == list(h), "%d and %d columns" % (len(u), len(h)))
+    expect = {"t": "s", "step": "-", "mass": "kg" if dim == 3 else "kg/m", "momentum_x": "kg m/s" if dim == 3 else "kg/s",
+              "kinetic_energy": "J" if dim == 3 else "J/m", "vmax": "m/s", names[0] + "_fx": "N" if dim == 3 else "N/m", names[0] + "_tz": "N m" if dim == 3 else "N m/m"}
+    wrong = {k: (u.get(k), v) for k, v in expect.items() if u.get(k) != v}
+    c.true("%s: units of t, step, mass, momentum, energy, vmax, force and torque" % label, not wrong, "(got, expected): %s" % wrong if wrong else "")
+
+
 def balance(c, label, out, dim, gvec):
     h = T.mpmio.history(out)
     names = objects(h)
+    units(c, label, out, dim, names)
     F = force_columns(h, names, dim)
     P = np.stack([h["momentum_x"], h["momentum_y"]] + ([h["momentum_z"]] if dim == 3 else []), axis=1)
     M = h["mass"][0]

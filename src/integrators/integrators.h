@@ -24,6 +24,7 @@
 typedef struct {
   PetscInt n;
   char     name[MPM_MAX_STATS][32];
+  char     unit[MPM_MAX_STATS][8]; /* SI unit of the column ("": a count or a ratio) */
   double   value[MPM_MAX_STATS];
   double   total[MPM_MAX_STATS];
 } MPMStepStats;

@@ -203,6 +203,7 @@ static PetscErrorCode PBDSetUp(MPMIntegrator integ, MPMSim sim)
   PetscCall(PetscStrncpy(pb->st.name[1], "pbd_contacts", sizeof(pb->st.name[1])));
   PetscCall(PetscStrncpy(pb->st.name[2], "pbd_max_overlap", sizeof(pb->st.name[2])));
   PetscCall(PetscStrncpy(pb->st.name[3], "pbd_halo_bytes", sizeof(pb->st.name[3])));
+  PetscCall(PetscStrncpy(pb->st.unit[3], "B", sizeof(pb->st.unit[3])));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

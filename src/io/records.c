@@ -130,33 +130,74 @@ static void RemoveTemporaries(const char *dir)
   closedir(d);
 }
 
-/* The header of history.csv: the invariants, then the integrator's
- * statistics, then the mean force and torque on every collider since the
- * previous row (2D: fx, fy, tz; 3D: fx, fy, fz, tx, ty, tz) [N], [N m]
- * (per unit depth in 2D).  Allocated; no newline. */
-static PetscErrorCode HistoryHeader(MPMSim sim, char **header)
+/* Appends ",name" to the header and ",unit" to the units row (the first
+ * column without the comma). */
+static PetscErrorCode AddColumn(char *h, char *u, size_t len, const char *name, const char *unit)
+{
+  PetscFunctionBeginUser;
+  PetscCall(PetscSNPrintf(h + strlen(h), len - strlen(h), "%s%s", h[0] ? "," : "", name));
+  PetscCall(PetscSNPrintf(u + strlen(u), len - strlen(u), "%s%s", u[0] ? "," : "", unit && unit[0] ? unit : "-"));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The header of history.csv and its SI units (history_units.csv: the same
+ * header over a row of units; "-": a count or a ratio; 2D: per unit
+ * depth): the invariants, then the integrator's statistics, then the mean
+ * force and torque on every collider since the previous row (2D: fx, fy,
+ * tz; 3D: fx, fy, fz, tx, ty, tz), then the dynamic bodies' centre,
+ * velocity and angular velocity.  Allocated; no newline. */
+static PetscErrorCode HistoryColumns(MPMSim sim, char **header, char **units)
 {
   MPMStepStats       st;
   const MPMColliders c    = sim->colliders;
   const size_t       len  = 512 + 40 * MPM_MAX_STATS + 15 * (size_t)c->nobj * (MPM_NAME_LEN + 8);
+  const PetscBool    d3   = sim->dim == 3 ? PETSC_TRUE : PETSC_FALSE;
   static const char *f3[] = {"fx", "fy", "fz", "tx", "ty", "tz"}, *f2[] = {"fx", "fy", "tz"};
-  char              *h;
+  static const char *b3[] = {"x", "y", "z", "vx", "vy", "vz", "wx", "wy", "wz"}, *b2[] = {"x", "y", "vx", "vy", "wz"};
+  const char        *energy = d3 ? "J" : "J/m", *momentum = d3 ? "kg m/s" : "kg/s";
+  const char *const  fixed[][2] = {{"t", "s"}, {"step", "-"}, {"particles", "-"}, {"mass", d3 ? "kg" : "kg/m"}, {"momentum_x", momentum}, {"momentum_y", momentum}, {"momentum_z", momentum},
+                                   {"kinetic_energy", energy}, {"elastic_energy", energy}, {"dt", "s"}, {"vmax", "m/s"}, {"imbalance", "-"},
+                                   {"potential_energy", energy}, {"work_objects", energy}, {"dissipated_energy", energy}};
+  char              *h, *u, name[MPM_NAME_LEN + 8];
 
   PetscFunctionBeginUser;
-  PetscCall(PetscMalloc1(len, &h));
-  PetscCall(PetscStrncpy(h, "t,step,particles,mass,momentum_x,momentum_y,momentum_z,kinetic_energy,elastic_energy,dt,vmax,imbalance,potential_energy,work_objects,dissipated_energy", len));
+  PetscCall(PetscCalloc2(len, &h, len, &u));
+  for (size_t k = 0; k < sizeof(fixed) / sizeof(fixed[0]); k++) PetscCall(AddColumn(h, u, len, fixed[k][0], fixed[k][1]));
   PetscCall(MPMIntegratorStats(sim->integ, &st));
-  for (PetscInt i = 0; i < st.n; i++) PetscCall(PetscSNPrintf(h + strlen(h), len - strlen(h), ",%s", st.name[i]));
+  for (PetscInt i = 0; i < st.n; i++) PetscCall(AddColumn(h, u, len, st.name[i], st.unit[i]));
   for (PetscInt o = 0; o < c->nobj; o++) {
     if (!MPMColliderReported(&c->obj[o])) continue;
-    for (int k = 0; k < (sim->dim == 3 ? 6 : 3); k++) PetscCall(PetscSNPrintf(h + strlen(h), len - strlen(h), ",%s_%s", c->obj[o].name, sim->dim == 3 ? f3[k] : f2[k]));
+    for (int k = 0; k < (d3 ? 6 : 3); k++) {
+      const PetscBool torque = d3 ? (k >= 3 ? PETSC_TRUE : PETSC_FALSE) : (k == 2 ? PETSC_TRUE : PETSC_FALSE);
+      PetscCall(PetscSNPrintf(name, sizeof(name), "%s_%s", c->obj[o].name, d3 ? f3[k] : f2[k]));
+      PetscCall(AddColumn(h, u, len, name, torque ? (d3 ? "N m" : "N m/m") : (d3 ? "N" : "N/m")));
+    }
   }
-  for (PetscInt o = 0; o < c->nobj; o++) { /* dynamic bodies: centre, velocity, angular velocity */
-    static const char *b3[] = {"x", "y", "z", "vx", "vy", "vz", "wx", "wy", "wz"}, *b2[] = {"x", "y", "vx", "vy", "wz"};
+  for (PetscInt o = 0; o < c->nobj; o++) {
     if (!c->obj[o].dynamic) continue;
-    for (int k = 0; k < (sim->dim == 3 ? 9 : 5); k++) PetscCall(PetscSNPrintf(h + strlen(h), len - strlen(h), ",%s_%s", c->obj[o].name, sim->dim == 3 ? b3[k] : b2[k]));
+    for (int k = 0; k < (d3 ? 9 : 5); k++) {
+      const char *b = d3 ? b3[k] : b2[k];
+      PetscCall(PetscSNPrintf(name, sizeof(name), "%s_%s", c->obj[o].name, b));
+      PetscCall(AddColumn(h, u, len, name, b[0] == 'w' ? "rad/s" : (b[0] == 'v' ? "m/s" : "m")));
+    }
   }
   *header = h;
+  *units  = u;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* history_units.csv: history.csv's header over the row of its units. */
+static PetscErrorCode WriteHistoryUnitsRank0(MPMSim sim, const char *header, const char *units)
+{
+  char  path[PETSC_MAX_PATH_LEN];
+  FILE *f;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s/history_units.csv", sim->outdir));
+  f = fopen(path, "w");
+  PetscCheck(f, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot write %s: %s", path, strerror(errno));
+  fprintf(f, "%s\n%s\n", header, units);
+  PetscCheck(fclose(f) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot write %s: %s", path, strerror(errno));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -265,7 +306,7 @@ static PetscErrorCode ForcesRowRank0(MPMSim sim, const double *ft)
 
 static PetscErrorCode OutputSetUpRank0(MPMSim sim, PetscBool restarted)
 {
-  char      path[PETSC_MAX_PATH_LEN], *header;
+  char      path[PETSC_MAX_PATH_LEN], *header, *units;
   PetscBool fresh = PETSC_TRUE;
 
   PetscFunctionBeginUser;
@@ -276,12 +317,13 @@ static PetscErrorCode OutputSetUpRank0(MPMSim sim, PetscBool restarted)
   RemoveTemporaries(path);
   PetscCall(WriteRunRecord(sim, restarted));
   PetscCall(PetscSNPrintf(path, sizeof(path), "%s/history.csv", sim->outdir));
-  PetscCall(HistoryHeader(sim, &header));
+  PetscCall(HistoryColumns(sim, &header, &units));
   if (restarted) PetscCall(TruncateCsvRank0(sim, path, header, &fresh));
   sim->history = fopen(path, fresh ? "w" : "a");
   PetscCheck(sim->history, PETSC_COMM_SELF, PETSC_ERR_FILE_OPEN, "Cannot write %s: %s", path, strerror(errno));
   if (fresh) fprintf(sim->history, "%s\n", header);
-  PetscCall(PetscFree(header));
+  PetscCall(WriteHistoryUnitsRank0(sim, header, units));
+  PetscCall(PetscFree2(header, units));
   PetscCall(ForcesSetUpRank0(sim, restarted));
   if (restarted) PetscCall(MPMOutputWriteXdmf(sim)); /* the series up to the checkpoint */
   PetscFunctionReturn(PETSC_SUCCESS);
