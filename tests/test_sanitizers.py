@@ -2,7 +2,8 @@
 (-DMPM_SANITIZE=ON, in <build>/sanitize) runs the unit tests and short
 decks at 1 and 2 ranks: 2D and 3D, APIC and FLIP, quadratic and cubic, the
 semi-implicit snowball through its impact (2D and 3D), the nonsmooth
-friction solve with a dynamic body and anisotropic grains, an
+friction solve with a dynamic body and anisotropic grains, the geometry
+read from files (STL and OBJ meshes, an ESRI terrain grid, CSG), an
 emitter, an input error (exit 1) and a blow-up caught as non-finite
 (exit 70).  Every run must end with its expected exit code and without a
 single sanitizer report: no memory error, no undefined behaviour (float to
@@ -49,11 +50,13 @@ DECKS = [
     ("3D snowball, semi-implicit", ["snowball_wall_3d.yaml", "-dx", "0.02", "-t_end", "0.022", "-output_dt", "0.022"], 0),
     ("2D wheel, nonsmooth, anisotropic", ["wheel_2d.yaml", "-dx", "0.01", "-max_steps", "20", "-nonsmooth_max_it", "20", "-sand_anisotropy", "0.8", "-sand_grain_normals", "random"], 0),
     ("2D hourglass, pbd (halos)", ["pbd_hourglass_2d.yaml", "-max_steps", "30"], 0),
+    ("3D hopper, STL and OBJ meshes", ["hopper_3d.yaml", "-dx", "0.02", "-max_steps", "5"], 0),
+    ("3D landslide, terrain grid and CSG", ["landslide_terrain_3d.yaml", "-dx", "0.05", "-max_steps", "5"], 0),
     ("input error", ["column_collapse_2d.yaml", "-sand_density", "-1"], 1),
     ("blow-up", ["verification/free_fall.yaml", "-dt", "1e-3", "-cube_velocity_gradient", "-3000,0,0,0"], 70),
 ]
-for label, args, expect in DECKS:
+for i, (label, args, expect) in enumerate(DECKS):
     for n in (1, 2):
-        out = T.outdir("sanitize_%s_%d" % (label.split()[0], n))
+        out = T.outdir("sanitize_%02d_%d" % (i, n))  # one directory per run (the label's first word, "2D" or "3D", is not unique)
         check("%s, %d rank%s" % (label, n, "s" if n > 1 else ""), ["mpiexec", "-n", str(n), exe, "-options_file_yaml", T.deck(args[0]), "-output_dir", out] + args[1:], expect)
 c.done()
