@@ -395,6 +395,7 @@ static PetscErrorCode Diagonal(SemiSpecies *ss)
   PetscScalar   *fl, *dg;
 
   PetscFunctionBeginUser;
+  PetscCall(PetscLogEventBegin(MPM_EVENT_LINEARIZE, 0, 0, 0, 0));
   PetscCall(VecGetArray(ss->fl, &fl));
   mpm_p2g_sym_diagonal(&ss->vel->box, (int)p->n, MPMFieldReal(p, p->f_x), ss->S, -1.0, fl); /* S = -beta dt^2 V0 (...): K = -S */
   PetscCall(VecRestoreArray(ss->fl, &fl));
@@ -409,6 +410,7 @@ static PetscErrorCode Diagonal(SemiSpecies *ss)
     }
   }
   PetscCall(VecRestoreArray(ss->diag, &dg));
+  PetscCall(PetscLogEventEnd(MPM_EVENT_LINEARIZE, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -453,9 +455,7 @@ static PetscErrorCode Predict(const Semi *se, SemiSpecies *ss, double dt)
   mpm_p2g_divergence(&ss->vel->box, (int)p->n, MPMFieldReal(p, p->f_x), ss->A, fl, 0);
   PetscCall(VecRestoreArray(ss->fl, &fl));
   PetscCall(GatherForce(ss, ss->f0));
-  PetscCall(PetscLogEventBegin(MPM_EVENT_LINEARIZE, 0, 0, 0, 0));
   PetscCall(Diagonal(ss));
-  PetscCall(PetscLogEventEnd(MPM_EVENT_LINEARIZE, 0, 0, 0, 0));
   PetscCall(SetVelocity(ss, ss->c));
   PetscCall(VecGetArray(ss->b, &b));
   PetscCall(Residual(ss, NULL, ss->c, b));

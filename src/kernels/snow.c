@@ -274,13 +274,14 @@ int mpm_snow_update(const MPMSnowParams *p, double *Fe, double *Jp, double *tau)
  * products written without division so that s_k = 0 is fine.  P is that of
  * mpm_fcr_piola; the linearization reproduces mpm_fcr_dpiola where the
  * singular values are positive (test_kernels). */
-void mpm_fcr_trial_piola(int d, double mu, double lambda, const double *F, double *P, MPMIsoLinearization *lin)
+/* The rest of mpm_fcr_trial_piola once lin holds U, s and V: g, dg and
+ * P = U diag(g) V^T (shared by the scalar and the lanes' paths). */
+static void fcr_trial_from_svd(int d, double mu, double lambda, double *P, MPMIsoLinearization *lin)
 {
-  double c[3], J = 1; /* c_k = prod_{l != k} s_l */
-  lin->dim = d;
-  lin->definite = 0;
-  mpm_svd_signed(d, F, lin->U, lin->s, lin->V);
   const double *s = lin->s;
+  double        c[3], J = 1; /* c_k = prod_{l != k} s_l */
+  lin->dim      = d;
+  lin->definite = 0;
   for (int k = 0; k < d; k++) J *= s[k];
   for (int k = 0; k < d; k++) {
     c[k] = 1;
@@ -302,6 +303,12 @@ void mpm_fcr_trial_piola(int d, double mu, double lambda, const double *F, doubl
       for (int k = 0; k < d; k++) t += lin->U[i * d + k] * lin->g[k] * lin->V[j * d + k];
       P[i * d + j] = t;
     }
+}
+
+void mpm_fcr_trial_piola(int d, double mu, double lambda, const double *F, double *P, MPMIsoLinearization *lin)
+{
+  mpm_svd_signed(d, F, lin->U, lin->s, lin->V);
+  fcr_trial_from_svd(d, mu, lambda, P, lin);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -416,27 +423,17 @@ static void fcr_trial_lanes(int nl, const double *mu, const double *lambda, cons
   lanes_svd(nl, Fin, F, U, s, scalar);
   for (int l = 0; l < nl; l++) {
     MPMIsoLinearization *li = lin + l;
-    double              *Pl = P + 9 * l, J = 1, c[3];
     if (scalar[l]) {
-      mpm_fcr_trial_piola(3, mu[l], lambda[l], Fin + 9 * l, Pl, li);
+      mpm_fcr_trial_piola(3, mu[l], lambda[l], Fin + 9 * l, P + 9 * l, li);
       continue;
     }
-    li->dim      = 3;
-    li->definite = 0;
     for (int k = 0; k < 3; k++) {
       li->s[k] = s[k][l];
-      J *= s[k][l];
       for (int i = 0; i < 3; i++) li->U[i * 3 + k] = U[i * 3 + k][l];
     }
     for (int k = 0; k < 3; k++) /* v_k = F^T u_k / s_k */
       for (int i = 0; i < 3; i++) li->V[i * 3 + k] = (F[0 + i][l] * li->U[0 + k] + F[3 + i][l] * li->U[3 + k] + F[6 + i][l] * li->U[6 + k]) / li->s[k];
-    c[0] = li->s[1] * li->s[2], c[1] = li->s[0] * li->s[2], c[2] = li->s[0] * li->s[1];
-    for (int k = 0; k < 3; k++) { /* as mpm_fcr_trial_piola */
-      li->g[k] = 2.0 * mu[l] * (li->s[k] - 1.0) + lambda[l] * (J - 1.0) * c[k];
-      for (int m = 0; m < 3; m++) li->dg[k * 3 + m] = k == m ? 2.0 * mu[l] + lambda[l] * c[k] * c[k] : lambda[l] * (c[k] * c[m] + (J - 1.0) * li->s[3 - k - m]);
-    }
-    for (int i = 0; i < 3; i++)
-      for (int j = 0; j < 3; j++) Pl[i * 3 + j] = li->U[i * 3 + 0] * li->g[0] * li->V[j * 3 + 0] + li->U[i * 3 + 1] * li->g[1] * li->V[j * 3 + 1] + li->U[i * 3 + 2] * li->g[2] * li->V[j * 3 + 2];
+    fcr_trial_from_svd(3, mu[l], lambda[l], P + 9 * l, li);
   }
 }
 
