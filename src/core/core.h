@@ -161,6 +161,9 @@ PetscErrorCode MPMParticlesPermute(MPMParticles *p, const PetscInt *perm);
 PetscErrorCode MPMParticlesSortByCell(MPMParticles *p, const MPMGridBox *b);
 void           MPMParticlesPack(const MPMParticles *p, PetscInt q, char *buf);
 void           MPMParticlesUnpack(MPMParticles *p, PetscInt q, const char *buf);
+/* Many particles at once, field by field (migration): n p->mbytes bytes. */
+void           MPMParticlesPackFields(const MPMParticles *p, const PetscInt *idx, PetscInt n, char *buf);
+void           MPMParticlesUnpackFields(MPMParticles *p, PetscInt start, PetscInt n, const char *buf);
 
 /* ------------------------------------------------------------- species */
 /* Output computed from the particle state when a frame is written (pressure,
@@ -267,6 +270,7 @@ typedef struct {
 
 PetscErrorCode MPMRegionsSetUp(MPMSim sim);
 PetscErrorCode MPMSeedRegions(MPMSim sim);
+PetscErrorCode MPMRegionsPlaneCounts(MPMSim sim, int64_t *hist);
 PetscErrorCode MPMEmittersSetUp(MPMSim sim);
 PetscErrorCode MPMEmittersStep(MPMSim sim, double t_new, int64_t *emitted);
 double         MPMSeedUpperBound(const MPMSim sim);
@@ -395,6 +399,7 @@ struct _p_MPMSim {
   /* balance.c */
   double   imbalance; /* max/mean work per rank after the last step */
   double   balance_threshold, balance_node_cost;
+  PetscBool balance_initial; /* -balance_initial: slabs at the seeded regions' work quantiles */
   PetscInt balance_next, balance_wait, rebalances;
 
   /* io/: frames, history, checkpoints, Catalyst */
@@ -419,6 +424,7 @@ double         MPMGravityScale(const MPMSim sim); /* -gravity_ramp factor at the
 /* balance.c */
 PetscErrorCode MPMBalanceSetUp(MPMSim sim);
 PetscErrorCode MPMBalanceAfterStep(MPMSim sim);
+PetscErrorCode MPMBalanceInitial(MPMSim sim, PetscBool restart);
 double         MPMBalanceRankWork(const MPMSim sim);
 
 /* --------------------------------------- parallel.c: the only file that calls MPI */
@@ -453,6 +459,7 @@ PetscErrorCode MPMGhostGather(MPMGridField *gf);
 PetscErrorCode MPMGhostScatterAddVec(MPMGridField *gf, Vec local, Vec global);
 PetscErrorCode MPMGhostGatherVec(MPMGridField *gf, Vec global, Vec local);
 PetscErrorCode MPMMigrate(MPMSim sim, MPMStepReduction *red);
+void           MPMMigrateThroughput(double *bytes, double *seconds);
 /* Ghost exchange restricted to the ghost nodes of a grid field (parallel.c):
  * for a solver whose unknowns are a subset of the owned nodes and which
  * writes their values into the local vector itself, so that an exchange

@@ -272,48 +272,99 @@ static void classify(MPMSim sim, MPMParticles *p, PetscInt s, PetscInt *dest, Pe
   }
 }
 
-/* One species: particles outside the domain are dropped and counted, the
- * others that left this slab are sent to their owner. */
-static PetscErrorCode MigrateSpecies(MPMSim sim, MPMParticles *p, PetscInt s, MPMStepReduction *red)
+/* Bytes of particle data this rank sent and received in migrations, and
+ * the time they took (MPMMigrateThroughput). */
+static double migrate_bytes = 0, migrate_seconds = 0;
+
+/* The ranks this one sends to (scount[r] > 0) and those that send to it,
+ * with their counts, in increasing rank order: PETSc's sparse two-sided
+ * set-up (no all-to-all over the communicator). */
+static PetscErrorCode Partners(MPMSim sim, const PetscMPIInt *scount, PetscMPIInt *nto, PetscMPIInt *to, PetscMPIInt *tocount, PetscMPIInt *nfrom,
+                               PetscMPIInt **from, PetscMPIInt **fromcount)
 {
-  const size_t  B = p->mbytes;
-  PetscInt     *dest, nrecv = 0, start;
-  PetscMPIInt  *scount, *rcount, *soff, *roff, nreq = 0;
-  PetscBool    *keep;
-  char         *sbuf, *rbuf;
-  MPI_Request  *req;
+  PetscMPIInt *fr, *fc;
 
   PetscFunctionBeginUser;
-  PetscCall(PetscCalloc4(sim->size, &scount, sim->size, &rcount, sim->size + 1, &soff, sim->size + 1, &roff));
+  *nto = 0;
+  for (PetscMPIInt r = 0; r < sim->size; r++)
+    if (scount[r]) {
+      to[*nto]        = r;
+      tocount[(*nto)++] = scount[r];
+    }
+  PetscCall(PetscCommBuildTwoSided(sim->comm, 1, MPI_INT, *nto, to, tocount, nfrom, &fr, &fc));
+  /* in rank order, so the received particles land in the same order on any run */
+  PetscCall(PetscSortMPIIntWithArray(*nfrom, fr, fc));
+  *from      = fr;
+  *fromcount = fc;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* One species: particles outside the domain are dropped and counted, the
+ * others that left this slab are sent to their owner.  In bulk: the
+ * leavers sorted by destination, packed field by field, one message per
+ * partner rank, the kept ones compacted field by field, the arrivals
+ * copied in with one copy per field and partner. */
+static PetscErrorCode MigrateSpecies(MPMSim sim, MPMParticles *p, PetscInt s, MPMStepReduction *red)
+{
+  const size_t   B = p->mbytes;
+  PetscInt      *dest, *order, nsend = 0, nrecv = 0, start;
+  PetscMPIInt   *scount, *to, *tocount, nto, nfrom, *from = NULL, *fromcount = NULL, nreq = 0;
+  PetscInt      *soff, *roff;
+  PetscBool     *keep;
+  char          *sbuf, *rbuf;
+  MPI_Request   *req;
+  PetscLogDouble t0, t1;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscTime(&t0));
+  PetscCall(PetscCalloc3(sim->size, &scount, sim->size, &to, sim->size, &tocount));
   PetscCall(PetscMalloc2(p->n, &dest, p->n, &keep));
   classify(sim, p, s, dest, scount, red);
-  PetscCallMPI(MPI_Alltoall(scount, 1, MPI_INT, rcount, 1, MPI_INT, sim->comm));
-  for (PetscMPIInt r = 0; r < sim->size; r++) {
-    soff[r + 1] = soff[r] + scount[r];
-    roff[r + 1] = roff[r] + rcount[r];
-  }
-  nrecv = roff[sim->size];
-  PetscCall(PetscMalloc3(B * (size_t)soff[sim->size] + 1, &sbuf, B * (size_t)nrecv + 1, &rbuf, 2 * sim->size, &req));
+  PetscCall(Partners(sim, scount, &nto, to, tocount, &nfrom, &from, &fromcount));
+  PetscCall(PetscMalloc2(nto + 1, &soff, nfrom + 1, &roff));
+  soff[0] = roff[0] = 0;
+  for (PetscMPIInt j = 0; j < nto; j++) soff[j + 1] = soff[j] + tocount[j];
+  for (PetscMPIInt j = 0; j < nfrom; j++) roff[j + 1] = roff[j] + fromcount[j];
+  nsend = soff[nto];
+  nrecv = roff[nfrom];
+  /* the leavers by destination, each group in particle order (scount becomes the slot of rank r's group) */
+  for (PetscMPIInt j = 0; j < nto; j++) scount[to[j]] = (PetscMPIInt)soff[j];
+  PetscCall(PetscMalloc1(nsend + 1, &order));
   for (PetscInt q = 0; q < p->n; q++) {
     keep[q] = dest[q] == -1;
-    if (dest[q] >= 0) MPMParticlesPack(p, q, sbuf + B * (size_t)(soff[dest[q]]++));
+    if (dest[q] >= 0) order[scount[dest[q]]++] = q;
   }
-  for (PetscMPIInt r = sim->size; r > 0; r--) soff[r] = soff[r - 1]; /* undo the packing advance */
-  soff[0] = 0;
+  PetscCall(PetscMalloc3(B * (size_t)nsend + 1, &sbuf, B * (size_t)nrecv + 1, &rbuf, (size_t)(nto + nfrom) + 1, &req));
+  for (PetscMPIInt j = 0; j < nto; j++) MPMParticlesPackFields(p, order + soff[j], tocount[j], sbuf + B * (size_t)soff[j]);
   PetscCall(ParticleType(B));
-  for (PetscMPIInt r = 0; r < sim->size; r++) { /* counts in particles, so no int overflow in bytes */
-    if (rcount[r]) PetscCallMPI(MPI_Irecv(rbuf + B * (size_t)roff[r], rcount[r], particle_type, r, 7, sim->comm, &req[nreq++]));
-    if (scount[r]) PetscCallMPI(MPI_Isend(sbuf + B * (size_t)soff[r], scount[r], particle_type, r, 7, sim->comm, &req[nreq++]));
-  }
+  for (PetscMPIInt j = 0; j < nfrom; j++) PetscCallMPI(MPI_Irecv(rbuf + B * (size_t)roff[j], fromcount[j], particle_type, from[j], 7, sim->comm, &req[nreq++]));
+  for (PetscMPIInt j = 0; j < nto; j++) PetscCallMPI(MPI_Isend(sbuf + B * (size_t)soff[j], tocount[j], particle_type, to[j], 7, sim->comm, &req[nreq++]));
+  PetscCall(MPMParticlesCompact(p, keep)); /* while the messages travel */
   PetscCallMPI(MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE));
-  PetscCall(MPMParticlesCompact(p, keep));
   PetscCall(MPMParticlesGrow(p, nrecv, &start));
-  for (PetscInt q = 0; q < nrecv; q++) MPMParticlesUnpack(p, start + q, rbuf + B * (size_t)q);
+  for (PetscMPIInt j = 0; j < nfrom; j++) MPMParticlesUnpackFields(p, start + roff[j], fromcount[j], rbuf + B * (size_t)roff[j]);
   red->n += p->n;
+  PetscCall(PetscTime(&t1));
+  migrate_bytes += (double)B * (double)(nsend + nrecv);
+  migrate_seconds += t1 - t0;
   PetscCall(PetscFree3(sbuf, rbuf, req));
+  PetscCall(PetscFree(order));
+  PetscCall(PetscFree2(soff, roff));
+  PetscCall(PetscFree(from));
+  PetscCall(PetscFree(fromcount));
   PetscCall(PetscFree2(dest, keep));
-  PetscCall(PetscFree4(scount, rcount, soff, roff));
+  PetscCall(PetscFree3(scount, to, tocount));
   PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* This rank's particle bytes sent plus received by migrations, and the
+ * seconds they took, since the last call (then zeroed). */
+void MPMMigrateThroughput(double *bytes, double *seconds)
+{
+  *bytes          = migrate_bytes;
+  *seconds        = migrate_seconds;
+  migrate_bytes   = 0;
+  migrate_seconds = 0;
 }
 
 /* Every species.  Fills red->n (local particles), the particles outside

@@ -165,26 +165,6 @@ PetscErrorCode MPMParticlesAppend(MPMParticles *p, PetscInt count, PetscInt *sta
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Keep the particles with keep[q] true, in their order. */
-PetscErrorCode MPMParticlesCompact(MPMParticles *p, const PetscBool *keep)
-{
-  PetscInt n = 0;
-
-  PetscFunctionBeginUser;
-  for (PetscInt q = 0; q < p->n; q++) {
-    if (!keep[q]) continue;
-    if (n != q)
-      for (PetscInt f = 0; f < p->nfield; f++) {
-        const size_t s    = MPMFieldSize(&p->field[f]);
-        char        *base = (char *)p->field[f].data;
-        memcpy(base + s * (size_t)n, base + s * (size_t)q, s);
-      }
-    n++;
-  }
-  p->n = n;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 /* memcpy of one element of a field; the common sizes with a constant size,
  * which the compiler turns into a few moves instead of a library call. */
 static inline void copy_element(char *dst, const char *src, size_t s)
@@ -198,6 +178,55 @@ static inline void copy_element(char *dst, const char *src, size_t s)
   case 32: memcpy(dst, src, 32); break;
   case 72: memcpy(dst, src, 72); break;
   default: memcpy(dst, src, s);
+  }
+}
+
+/* Keep the particles with keep[q] true, in their order: field by field,
+ * each a stream through its array (a particle at a time would touch every
+ * field's array per particle). */
+PetscErrorCode MPMParticlesCompact(MPMParticles *p, const PetscBool *keep)
+{
+  PetscInt n = 0;
+
+  PetscFunctionBeginUser;
+  while (n < p->n && keep[n]) n++; /* the kept prefix stays where it is */
+  for (PetscInt f = 0; f < p->nfield; f++) {
+    const size_t s    = MPMFieldSize(&p->field[f]);
+    char        *base = (char *)p->field[f].data;
+    PetscInt     k    = n;
+    for (PetscInt q = n; q < p->n; q++)
+      if (keep[q]) copy_element(base + s * (size_t)k++, base + s * (size_t)q, s);
+  }
+  for (PetscInt q = n; q < p->n; q++) n += keep[q] ? 1 : 0;
+  p->n = n;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The migrating fields of the n particles idx[0..n-1] into buf, field by
+ * field (each field's n elements back to back; n p->mbytes bytes). */
+void MPMParticlesPackFields(const MPMParticles *p, const PetscInt *idx, PetscInt n, char *buf)
+{
+  for (PetscInt f = 0; f < p->nfield; f++) {
+    if (!(p->field[f].flags & MPM_FIELD_MIGRATE)) continue;
+    const size_t s    = MPMFieldSize(&p->field[f]);
+    const char  *base = (const char *)p->field[f].data;
+    for (PetscInt k = 0; k < n; k++) copy_element(buf + s * (size_t)k, base + s * (size_t)idx[k], s);
+    buf += s * (size_t)n;
+  }
+}
+
+/* The inverse of MPMParticlesPackFields into slots start .. start + n - 1:
+ * one copy per field; fields that do not migrate get their default. */
+void MPMParticlesUnpackFields(MPMParticles *p, PetscInt start, PetscInt n, const char *buf)
+{
+  for (PetscInt f = 0; f < p->nfield; f++) {
+    if (!(p->field[f].flags & MPM_FIELD_MIGRATE)) {
+      FieldFillDefault(&p->field[f], start, start + n);
+      continue;
+    }
+    const size_t s = MPMFieldSize(&p->field[f]);
+    memcpy((char *)p->field[f].data + s * (size_t)start, buf, s * (size_t)n);
+    buf += s * (size_t)n;
   }
 }
 

@@ -162,7 +162,10 @@ static void RegionVelocity(const MPMSim sim, const MPMRegion *R, const double *x
   }
 }
 
-static PetscErrorCode SeedRegion(MPMSim sim, PetscInt r)
+/* Seed region r on this rank's slab or, with hist, only count its
+ * particles per node plane along the slab axis (hist[plane] += ...), at
+ * the positions seeding would give them. */
+static PetscErrorCode SeedRegion(MPMSim sim, PetscInt r, int64_t *hist)
 {
   const MPMRegion *R = &sim->reg[r];
   const PetscInt   d = sim->dim;
@@ -186,6 +189,10 @@ static PetscErrorCode SeedRegion(MPMSim sim, PetscInt r)
         const int64_t id = ((int64_t)(r + 1) << ID_SHIFT) | (((int64_t)rel[2] * nfull[1] + rel[1]) * nfull[0] + rel[0]);
         if (R->sampling == MPM_SAMPLING_JITTER)
           Jitter(sim->seed, id, 0, R->jitter * s, d, x);
+        if (hist) {
+          hist[PetscClipInterval(MPMLayoutParticleCell(&sim->layout, x), 0, sim->layout.N[sim->layout.slab_axis] - 1)]++;
+          continue;
+        }
         double C[9];
         PetscCall(MPMParticlesAppend(p, 1, &start));
         MPMFieldInt64(p, p->f_id)[start] = id;
@@ -207,13 +214,22 @@ PetscErrorCode MPMSeedRegions(MPMSim sim)
   for (PetscInt r = 0; r < sim->nreg; r++) {
     const MPMParticles *p      = &sim->species[sim->reg[r].species]->p;
     int64_t             before = p->n, offset, total;
-    PetscCall(SeedRegion(sim, r));
+    PetscCall(SeedRegion(sim, r, NULL));
     PetscCall(MPMGlobalOffset(sim->comm, p->n - before, &offset, &total));
     PetscCheck(total > 0, sim->comm, PETSC_ERR_USER_INPUT,
                "Region '%s' received no particles: it is smaller than the particle spacing dx/ppc = %g m, or covered by earlier regions (-%s_ppc, its size)", sim->reg[r].name,
                sim->layout.h / sim->reg[r].ppc, sim->reg[r].name);
   }
   PetscCall(PetscLogEventEnd(MPM_EVENT_SEED, 0, 0, 0, 0));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* hist[plane] += this rank's particles of every region per node plane
+ * along the slab axis, without seeding them (the initial slab placement). */
+PetscErrorCode MPMRegionsPlaneCounts(MPMSim sim, int64_t *hist)
+{
+  PetscFunctionBeginUser;
+  for (PetscInt r = 0; r < sim->nreg; r++) PetscCall(SeedRegion(sim, r, hist));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

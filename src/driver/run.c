@@ -220,6 +220,7 @@ static PetscErrorCode InitialState(MPMSim sim)
   MPMStepReduction red;
 
   PetscFunctionBeginUser;
+  PetscCall(MPMBalanceInitial(sim, PETSC_FALSE));
   PetscCall(MPMSeedRegions(sim));
   PetscCall(WarnSeededInside(sim));
   PetscCall(MPMMaterialsInitialState(sim));

@@ -762,7 +762,8 @@ PetscErrorCode MPMCheckpointRestart(MPMSim sim, PetscBool *restarted)
   PetscCall(ReadMethodState(sim, &F, ranks, what));
   PetscCall(MPMCheckpointGridFieldsRead(sim, &F, what)); /* after the slabs are restored */
   PetscCall(MPMH5Close(&F));
-  if (ranks != sim->size) { /* to the owners, then into cache order */
+  if (ranks != sim->size) { /* slabs on the particles' work, the particles to their owners, then into cache order */
+    PetscCall(MPMBalanceInitial(sim, PETSC_TRUE));
     PetscCall(MPMMigrate(sim, &red));
     red.dt    = sim->dt;
     red.flags = 0;
