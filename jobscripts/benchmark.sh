@@ -17,8 +17,10 @@
 #   MPM_BENCH_LOG_VIEW=1  also print the per-phase times of -log_view
 #
 # The deck cuts the slabs along z (slab_axis: z): the sand block fills only
-# x < 0.4 m, so slabs along the default longest axis (x) would leave the
-# second rank empty.  Cut along z the block splits 52/48.
+# x < 0.4 m.  Cut along z the block splits 52/48.  MPM_BENCH_OPTIONS=
+# "-slab_axis x" is the long-box case on the default axis: the run starts
+# on slabs placed at the seeded particles' quantiles (-balance_initial), so
+# it splits the block as well.
 #
 # Timings need an otherwise idle machine: one rank per core, nothing else
 # running (check with `uptime`).
