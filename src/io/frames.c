@@ -25,20 +25,16 @@ static PetscInt OutputList(const MPMSpecies *sp, MPMOutputArray *list)
     list[n].name  = fd->output;
     list[n].type  = fd->output_type;
     list[n].ncomp = fd->pad3 ? 3 : fd->ncomp;
-    list[n].data    = NULL;
-    list[n].owned   = PETSC_FALSE;
-    list[n].field   = f;
-    list[n].derived = -1;
+    list[n].data  = NULL;
+    list[n].owned = PETSC_FALSE;
     n++;
   }
   for (PetscInt k = 0; k < sp->nderived && n < MPM_MAX_OUTPUT; k++) {
-    list[n].name    = sp->derived[k].name;
-    list[n].type    = MPM_FIELD_REAL;
-    list[n].ncomp   = sp->derived[k].ncomp;
-    list[n].data    = NULL;
-    list[n].owned   = PETSC_FALSE;
-    list[n].field   = -1;
-    list[n].derived = k;
+    list[n].name  = sp->derived[k].name;
+    list[n].type  = MPM_FIELD_REAL;
+    list[n].ncomp = sp->derived[k].ncomp;
+    list[n].data  = NULL;
+    list[n].owned = PETSC_FALSE;
     n++;
   }
   return n;
@@ -64,66 +60,43 @@ static void ConvertField(const MPMParticles *p, const MPMField *fd, int ncomp, v
     }
 }
 
-/* This rank's output arrays without their data (MPMOutputArraysRestore
- * frees the list). */
-PetscErrorCode MPMOutputArraysList(MPMSpecies *sp, PetscInt *n, MPMOutputArray **arrays)
+/* This rank's output arrays (MPMOutputArraysRestore frees them). */
+PetscErrorCode MPMOutputArraysGet(MPMSpecies *sp, PetscInt *n, MPMOutputArray **arrays)
 {
-  MPMOutputArray list[MPM_MAX_OUTPUT];
+  const MPMParticles *p = &sp->p;
+  MPMOutputArray      list[MPM_MAX_OUTPUT];
+  PetscInt            k = 0;
 
   PetscFunctionBeginUser;
   *n = OutputList(sp, list);
   PetscCheck(*n < MPM_MAX_OUTPUT, PETSC_COMM_SELF, PETSC_ERR_SUP, "More than %d output arrays", MPM_MAX_OUTPUT - 1);
   PetscCall(PetscMalloc1(*n, arrays));
-  for (PetscInt k = 0; k < *n; k++) (*arrays)[k] = list[k];
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* One array's data: the field itself when it is written as stored, else a
- * converted copy or the derived field computed (owned). */
-PetscErrorCode MPMOutputArrayLoad(MPMSpecies *sp, MPMOutputArray *a)
-{
-  const MPMParticles *p = &sp->p;
-
-  PetscFunctionBeginUser;
-  if (a->field >= 0) {
-    const MPMField *fd = &p->field[a->field];
-    if (fd->type == fd->output_type && !fd->pad3) { /* written as stored: no copy */
-      a->data = fd->data;
-      PetscFunctionReturn(PETSC_SUCCESS);
+  for (PetscInt f = 0; f < p->nfield; f++) {
+    const MPMField *fd = &p->field[f];
+    if (!(fd->flags & MPM_FIELD_OUTPUT)) continue;
+    (*arrays)[k] = list[k];
+    if (fd->type == fd->output_type && !fd->pad3) (*arrays)[k].data = fd->data; /* written as stored: no copy */
+    else {
+      PetscCall(PetscMalloc(MPMFieldTypeSize(list[k].type) * (size_t)list[k].ncomp * (size_t)p->n + 8, &(*arrays)[k].data));
+      ConvertField(p, fd, list[k].ncomp, (*arrays)[k].data);
+      (*arrays)[k].owned = PETSC_TRUE;
     }
-    PetscCall(PetscMalloc(MPMFieldTypeSize(a->type) * (size_t)a->ncomp * (size_t)p->n + 8, &a->data));
-    ConvertField(p, fd, a->ncomp, a->data);
-  } else {
-    PetscCall(PetscMalloc1((size_t)a->ncomp * (size_t)p->n + 1, (double **)&a->data));
-    PetscCall(sp->derived[a->derived].fn(sp->derived[a->derived].ctx, p, (double *)a->data));
+    k++;
   }
-  a->owned = PETSC_TRUE;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-PetscErrorCode MPMOutputArrayUnload(MPMOutputArray *a)
-{
-  PetscFunctionBeginUser;
-  if (a->owned) PetscCall(PetscFree(a->data));
-  a->data  = NULL;
-  a->owned = PETSC_FALSE;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* This rank's output arrays with their data, all at once (Catalyst hands
- * them over together; MPMOutputArraysRestore frees them). */
-PetscErrorCode MPMOutputArraysGet(MPMSpecies *sp, PetscInt *n, MPMOutputArray **arrays)
-{
-  PetscFunctionBeginUser;
-  PetscCall(MPMOutputArraysList(sp, n, arrays));
-  for (PetscInt k = 0; k < *n; k++) PetscCall(MPMOutputArrayLoad(sp, &(*arrays)[k]));
+  for (PetscInt j = 0; j < sp->nderived; j++, k++) {
+    (*arrays)[k]       = list[k];
+    (*arrays)[k].owned = PETSC_TRUE;
+    PetscCall(PetscMalloc1((size_t)list[k].ncomp * (size_t)p->n + 1, (double **)&(*arrays)[k].data));
+    PetscCall(sp->derived[j].fn(sp->derived[j].ctx, p, (double *)(*arrays)[k].data));
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 PetscErrorCode MPMOutputArraysRestore(PetscInt n, MPMOutputArray **arrays)
 {
   PetscFunctionBeginUser;
-  for (PetscInt k = 0; k < n; k++) PetscCall(MPMOutputArrayUnload(&(*arrays)[k]));
+  for (PetscInt k = 0; k < n; k++)
+    if ((*arrays)[k].owned) PetscCall(PetscFree((*arrays)[k].data));
   PetscCall(PetscFree(*arrays));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -211,10 +184,7 @@ static PetscErrorCode FrameAttributes(MPMSim sim, hid_t file)
 /* Every output array (computed before the file is created, so a failure
  * to allocate them touches no file), and the Polyvertex connectivity
  * 0..N-1 ParaView needs. */
-/* The selected arrays, each made just before it is written and freed
- * after: one converted copy alive at a time, not all of them (about 50 B a
- * particle for the default outputs). */
-static PetscErrorCode WriteParticles(const MPMSim sim, MPMSpecies *sp, PetscInt n, MPMOutputArray *arr, const char *group, MPMH5File *F)
+static PetscErrorCode WriteParticles(const MPMSim sim, PetscInt n, const MPMOutputArray *arr, const char *group, MPMH5File *F)
 {
   char name[2 * MPM_NAME_LEN + 64];
 
@@ -222,9 +192,7 @@ static PetscErrorCode WriteParticles(const MPMSim sim, MPMSpecies *sp, PetscInt 
   for (PetscInt k = 0; k < n; k++) {
     if (!Selected(sim, arr[k].name)) continue;
     PetscCall(PetscSNPrintf(name, sizeof(name), "%s%s", group, arr[k].name));
-    PetscCall(MPMOutputArrayLoad(sp, &arr[k]));
     PetscCall(MPMH5WriteArrayAs(F, name, H5Type(arr[k].type), FileType(sim, arr[k].type), arr[k].ncomp, arr[k].data));
-    PetscCall(MPMOutputArrayUnload(&arr[k]));
     PetscCall(WriteUnits(F->file, name, Units(arr[k].name, sim->dim)));
   }
   PetscCall(PetscSNPrintf(name, sizeof(name), "%sconnectivity", group));
@@ -359,7 +327,7 @@ PetscErrorCode MPMOutputFrame(MPMSim sim)
   PetscCall(PetscLogEventBegin(MPM_EVENT_OUTPUT, 0, 0, 0, 0));
   PetscCall(PetscSNPrintf(path, sizeof(path), "%s/frames/frame_%05" PetscInt_FMT ".h5", sim->outdir, sim->frame));
   PetscCall(PetscSNPrintf(tmp, sizeof(tmp), "%s.tmp", path));
-  for (PetscInt s = 0; s < sim->nspecies; s++) PetscCall(MPMOutputArraysList(sim->species[s], &na[s], &arr[s]));
+  for (PetscInt s = 0; s < sim->nspecies; s++) PetscCall(MPMOutputArraysGet(sim->species[s], &na[s], &arr[s]));
   PetscCall(MPMH5Create(sim->comm, tmp, &F));
   for (PetscInt s = 0; s < sim->nspecies; s++) {
     SpeciesGroup(sim, s, group, sizeof(group));
@@ -370,7 +338,7 @@ PetscErrorCode MPMOutputFrame(MPMSim sim)
     }
     F.n = sim->species[s]->p.n;
     PetscCall(MPMGlobalOffset(sim->comm, F.n, &F.offset, &F.total));
-    PetscCall(WriteParticles(sim, sim->species[s], na[s], arr[s], group, &F));
+    PetscCall(WriteParticles(sim, na[s], arr[s], group, &F));
     total[s] = F.total;
   }
   PetscCall(FrameAttributes(sim, F.file));

@@ -44,15 +44,9 @@ typedef struct {
   int          ncomp;
   void        *data;  /* n x ncomp */
   PetscBool    owned; /* a converted copy (freed by MPMOutputArraysRestore), else the field's own storage */
-  PetscInt     field, derived; /* its source: particle field index, or derived field index (the other -1) */
 } MPMOutputArray;
 
 PetscErrorCode MPMOutputArraysGet(MPMSpecies *sp, PetscInt *n, MPMOutputArray **arrays);
-/* The same one array at a time (frames: one converted copy alive at once):
- * the list without data, then each array's data and its release. */
-PetscErrorCode MPMOutputArraysList(MPMSpecies *sp, PetscInt *n, MPMOutputArray **arrays);
-PetscErrorCode MPMOutputArrayLoad(MPMSpecies *sp, MPMOutputArray *a);
-PetscErrorCode MPMOutputArrayUnload(MPMOutputArray *a);
 PetscErrorCode MPMOutputCheckFields(MPMSim sim);
 PetscErrorCode MPMPotentialEnergyFull(MPMSim sim, double *pe);
 PetscErrorCode MPMOutputArraysRestore(PetscInt n, MPMOutputArray **arrays);
