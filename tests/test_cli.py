@@ -67,7 +67,9 @@ WARN = [(["-sand_youngs_modulus", "2"], "-sand_youngs_modulus = 2 Pa is far outs
         (["-gravity", "0,-9810"], "|-gravity| = 9810 m/s^2 is far outside the usual range [0.5, 50] m/s^2"),
         (["-objects", "post", "-post_shape", "box", "-post_lo", "0.7,0", "-post_hi", "0.8,0.1"], "object 'post' lies wholly outside the domain along x"),
         (["-objects", "plane", "-plane_shape", "half_space", "-plane_center", "0,-0.5", "-plane_normal", "0,1"], "object 'plane' (a half space) lies wholly outside the domain"),
-        (["-objects", "post", "-post_shape", "box", "-post_lo", "0.0,0", "-post_hi", "0.01,0.05"], "particles were seeded inside object 'post'")]
+        (["-objects", "post", "-post_shape", "box", "-post_lo", "0.0,0", "-post_hi", "0.01,0.05"], "particles were seeded inside object 'post'"),
+        (["-integrator", "nonsmooth", "-nonsmooth_phi_max", "0.95"], "-nonsmooth_phi_max = 0.95 is far outside the usual range [0.4, 0.75]: the volume fraction of packed grains"),
+        (["-integrator", "semi_implicit", "-semi_implicit_beta", "0.3"], "-semi_implicit_beta = 0.3 is far outside the usual range [0.5, 1]: below 0.5 the linearized step is not unconditionally stable")]
 for extra, msg in WARN + [([], None)]:
     out = T.outdir("cli_warn")
     p = T.run_deck("column_collapse_2d.yaml", 1, out, "-max_steps", "1", *extra)
@@ -76,5 +78,5 @@ for extra, msg in WARN + [([], None)]:
     if msg is None:
         c.true("the shipped deck: no warning", not warned and nw == 0, "; ".join(warned))
     else:
-        c.true("warned, ran: %s" % " ".join(extra[:2]), len(warned) == 1 and msg in warned[0] and nw == 1, "; ".join(warned)[:200])
+        c.true("warned, ran: %s" % " ".join(extra[-2:] if extra[0] == "-integrator" else extra[:2]), len(warned) == 1 and msg in warned[0] and nw == 1, "; ".join(warned)[:200])
 c.done()

@@ -160,6 +160,7 @@ PetscErrorCode MPMWarnUnusual(MPI_Comm comm, const char *opt, double value, doub
 {
   PetscFunctionBeginUser;
   if (!(value < lo || value > hi)) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(MPMWarn(comm, "%s = %g %s is far outside the usual range [%g, %g] %s%s%s", opt, value, unit, lo, hi, unit, hint && hint[0] ? ": " : "", hint ? hint : ""));
+  const char *sp = unit && unit[0] ? " " : ""; /* a ratio has no unit */
+  PetscCall(MPMWarn(comm, "%s = %g%s%s is far outside the usual range [%g, %g]%s%s%s%s", opt, value, sp, unit ? unit : "", lo, hi, sp, unit ? unit : "", hint && hint[0] ? ": " : "", hint ? hint : ""));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

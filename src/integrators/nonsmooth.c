@@ -141,6 +141,9 @@ static PetscErrorCode NonsmoothCheck(MPMIntegrator integ, MPMSim sim)
   PetscFunctionBeginUser;
   PetscCheck(ns->phi_max > 0 && ns->phi_max <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_phi_max must be in (0, 1], got %g", ns->phi_max);
   PetscCheck(ns->tol > 0 && ns->tol < 1, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_tol must be in (0, 1), got %g", ns->tol);
+  /* plausibility (warnings): a fraction typed as a percentage is caught above; these are the slips that run */
+  PetscCall(MPMWarnUnusual(sim->comm, "-nonsmooth_phi_max", ns->phi_max, 0.4, 0.75, "", "the volume fraction of packed grains (random close packing 0.64, the seed 0.6)"));
+  PetscCall(MPMWarnUnusual(sim->comm, "-nonsmooth_tol", ns->tol, 1e-8, 1e-2, "", "in units of rho g L (the seed 1e-3; a looser tolerance lets piles creep)"));
   PetscCheck(ns->max_it >= 1, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_max_it must be >= 1, got %" PetscInt_FMT, ns->max_it);
   PetscCheck(ns->max_newton >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_local_newton_max must be >= 0, got %" PetscInt_FMT, ns->max_newton);
   PetscCheck(ns->decompaction >= 0 && ns->decompaction <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_decompaction must be in [0, 1], got %g", ns->decompaction);

@@ -690,6 +690,9 @@ static PetscErrorCode SemiCheck(MPMIntegrator integ, MPMSim sim)
   PetscCheck(se->cfl_hardened >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-%scfl_elastic must be >= 0 (0: no limit), got %g", integ->prefix, se->cfl_hardened);
   PetscCheck(se->beta >= 0 && se->beta <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-%sbeta must be in [0, 1] (0 explicit, 0.5 trapezoidal, 1 backward Euler), got %g", integ->prefix, se->beta);
   PetscCheck(se->flip >= 0 && se->flip <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-flip_blend must be in [0, 1], got %g", se->flip);
+  /* plausibility (warnings) */
+  PetscCall(MPMWarnUnusual(sim->comm, "-semi_implicit_beta", se->beta, 0.5, 1, "", "below 0.5 the linearized step is not unconditionally stable (the seed: 1)"));
+  if (se->cfl_hardened > 0) PetscCall(MPMWarnUnusual(sim->comm, "-semi_implicit_cfl_elastic", se->cfl_hardened, 1, 64, "", "multiples of the explicit limit on hardened material (16 measured stable; above, steps fail and halve)"));
   if (se->transfer == MPM_TRANSFER_APIC) se->flip = -1; /* the transfers take flip < 0 as APIC */
   PetscFunctionReturn(PETSC_SUCCESS);
 }
