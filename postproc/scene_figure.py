@@ -2,7 +2,9 @@
 """Pictures of a run with its obstacles drawn: particles coloured by speed
 and every collision object (box, sphere/disk, cylinder, polygon, terrain,
 half space, and the parts of a union/intersection/difference) outlined
-from the run's own options (run.json), at a few frames side by side.
+from the run's own options (run.json) where it is at each frame (moved by
+its prescribed velocity, and in 2D its angular velocity; dynamic bodies
+where they start), at a few frames side by side.
 
   /usr/bin/python3 postproc/scene_figure.py OUTDIR [--frames 0,10,-1] [--png FILE]
       [--forces OBJECT]
@@ -73,14 +75,40 @@ def read_mesh(path):
     return np.array(pts).reshape(-1, 3, 3)
 
 
-def outline(ax, opts, prefix, dim, view, deck_dirs, color="k"):
-    """Draw shape -<prefix>* in the axes: view 'xy' or 'xz' (3D plan)."""
+def motion(ax, opts, prefix, dim, view, t):
+    """The transform that puts object -<prefix>* where it is at time t: its
+    prescribed -velocity (and, in 2D, its -angular_velocity about its
+    centre), as the solver moves it (MPMPlacedShapeAtTime).  Dynamic bodies
+    move by the solve, not by their options: drawn where they start."""
+    from matplotlib.transforms import Affine2D
+    if opts.get(prefix + "dynamic", "false").lower() in ("1", "true", "yes"):
+        return ax.transData
+    ia, ib = (0, 1) if view == "xy" else (0, 2)
+    vel = mpmio.vec(opts, prefix + "velocity", [0, 0, 0])
+    vel = list(vel) + [0] * (3 - len(vel))
+    tr = Affine2D()
+    omega = mpmio.vec(opts, prefix + "angular_velocity", [0])
+    if dim == 2 and omega[0]:
+        if prefix + "center" in opts:
+            c = mpmio.vec(opts, prefix + "center")
+        else:
+            lo, hi = mpmio.vec(opts, prefix + "lo", [0, 0]), mpmio.vec(opts, prefix + "hi", [0, 0])
+            c = [(lo[k] + hi[k]) / 2 for k in range(2)]
+        tr = tr.rotate_around(c[0], c[1], omega[0] * t)
+    return tr.translate(vel[ia] * t, vel[ib] * t) + ax.transData
+
+
+def outline(ax, opts, prefix, dim, view, deck_dirs, color="k", t=0.0, transform=None):
+    """Draw shape -<prefix>* in the axes: view 'xy' or 'xz' (3D plan), at
+    time t (moved as the run moved it)."""
     shape = opts.get(prefix + "shape", "box")
     ia, ib = (0, 1) if view == "xy" else (0, 2)
-    kw = dict(color=color, lw=1.2)
+    if transform is None:
+        transform = motion(ax, opts, prefix, dim, view, t)
+    kw = dict(color=color, lw=1.2, transform=transform)
     if shape in ("union", "intersection", "difference"):
         for part in opts.get(prefix + "parts", "").split(","):
-            outline(ax, opts, prefix + part + "_", dim, view, deck_dirs, color)
+            outline(ax, opts, prefix + part + "_", dim, view, deck_dirs, color, t, transform)
         return
     if shape == "box":
         lo, hi = mpmio.vec(opts, prefix + "lo"), mpmio.vec(opts, prefix + "hi")
@@ -94,8 +122,8 @@ def outline(ax, opts, prefix, dim, view, deck_dirs, color="k"):
         ax.plot(pts[:, 0], pts[:, 1], **kw)
     elif shape in ("sphere", "cylinder"):
         c, r = mpmio.vec(opts, prefix + "center"), float(opts.get(prefix + "radius", 0))
-        t = np.linspace(0, 2 * math.pi, 100)
-        ax.plot(c[ia] + r * np.cos(t), c[ib] + r * np.sin(t), **kw)
+        a = np.linspace(0, 2 * math.pi, 100)
+        ax.plot(c[ia] + r * np.cos(a), c[ib] + r * np.sin(a), **kw)
     elif shape == "polygon":
         v = np.array(mpmio.vec(opts, prefix + "vertices")).reshape(-1, 2)
         c = mpmio.vec(opts, prefix + "center", [0, 0, 0])
@@ -108,11 +136,12 @@ def outline(ax, opts, prefix, dim, view, deck_dirs, color="k"):
             return
         from matplotlib.collections import PolyCollection
         tris = read_mesh(path) * float(opts.get(prefix + "scale", 1)) + np.array(mpmio.vec(opts, prefix + "center", [0, 0, 0]))
-        ax.add_collection(PolyCollection(tris[:, :, [ia, ib]], facecolors="none", edgecolors=color, linewidths=0.2, alpha=0.5))
+        ax.add_collection(PolyCollection(tris[:, :, [ia, ib]], facecolors="none", edgecolors=color, linewidths=0.2, alpha=0.5, transform=transform))
     elif shape == "half_space":
         c, n = mpmio.vec(opts, prefix + "center"), mpmio.vec(opts, prefix + "normal")
-        t = np.array([-n[ib], n[ia]])
-        ax.axline((c[ia], c[ib]), (c[ia] + t[0], c[ib] + t[1]), **kw)
+        d = np.array([-n[ib], n[ia]])
+        kw.pop("transform")  # walls stand still; axline takes no data transform
+        ax.axline((c[ia], c[ib]), (c[ia] + d[0], c[ib] + d[1]), **kw)
     elif shape == "terrain":
         path = find_file(opts.get(prefix + "file", ""), deck_dirs)
         if not path:
@@ -127,7 +156,7 @@ def outline(ax, opts, prefix, dim, view, deck_dirs, color="k"):
             if view == "xy":
                 ax.plot(x, h[len(z) // 2] + raise_, **kw)
             else:
-                cs = ax.contour(x, z, h + raise_, levels=8, colors=color, linewidths=0.6)
+                cs = ax.contour(x, z, h + raise_, levels=8, colors=color, linewidths=0.6, transform=transform)
                 ax.clabel(cs, fontsize=6, fmt="%.2f")
 
 
@@ -163,7 +192,7 @@ def main():
             order = np.argsort(x[:, 2] if view == "xy" else x[:, 1])  # far points first
             sc = ax.scatter(x[order, 0], x[order, ib], c=v[order], s=0.4, cmap="viridis", vmin=0, vmax=max(vmax, 1e-9), rasterized=True)
             for o in objects:
-                outline(ax, opts, o + "_", dim, view, deck_dirs, color="firebrick")
+                outline(ax, opts, o + "_", dim, view, deck_dirs, color="firebrick", t=fr["t"])
             ax.set_xlim(lo[0], hi[0])
             ax.set_ylim(lo[ib], hi[ib])
             ax.set_aspect("equal")
