@@ -55,9 +55,9 @@ static PetscErrorCode FieldRegistry(void)
   PetscCall(MPMParticlesRegisterField(&p, "scratch", MPM_FIELD_REAL, 1, (double[]){-5}, 0, &scratch));
   MPMFieldReal(&p, scratch)[1] = 42;
   PetscCheck(p.mbytes <= sizeof(buf), PETSC_COMM_SELF, PETSC_ERR_PLIB, "buffer");
-  MPMParticlesPack(&p, 1, buf);
+  MPMParticlesPackFields(&p, (PetscInt[]){1}, 1, buf);
   PetscCall(MPMParticlesGrow(&p, 1, &start));
-  MPMParticlesUnpack(&p, start, buf);
+  MPMParticlesUnpackFields(&p, start, 1, buf);
   Expect(MPMFieldInt64(&p, p.f_id)[3] == 101 && MPMFieldReal(&p, a)[6] == 1 && MPMFieldUInt8(&p, late)[3] == 3, "unpacking restores the migrating fields");
   Expect(MPMFieldReal(&p, scratch)[3] == -5 && p.mbytes == p.bytes - sizeof(double), "a field without MPM_FIELD_MIGRATE is not sent and arrives at its default");
   PetscCall(MPMParticlesPermute(&p, perm));

@@ -187,7 +187,7 @@ PetscErrorCode MPMBalanceInitial(MPMSim sim, PetscBool restart)
 {
   const MPMLayout *g = &sim->layout;
   const PetscInt   N = g->N[g->slab_axis], P = sim->size;
-  int64_t         *hist;
+  int64_t         *hist = NULL;
   double          *work, before, after;
   PetscInt        *start;
   PetscBool        moved = PETSC_FALSE;
@@ -195,10 +195,10 @@ PetscErrorCode MPMBalanceInitial(MPMSim sim, PetscBool restart)
   PetscFunctionBeginUser;
   if (!sim->balance_initial || sim->balance_threshold == 0 || P == 1) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(PetscLogEventBegin(MPM_EVENT_BALANCE, 0, 0, 0, 0));
-  PetscCall(PetscCalloc1(N, &hist));
   PetscCall(PetscMalloc2(N, &work, P + 1, &start));
   if (restart) PetscCall(PlaneWork(sim, work));
   else {
+    PetscCall(PetscCalloc1(N, &hist));
     PetscCall(MPMRegionsPlaneCounts(sim, hist));
     PetscCall(PlaneWorkFrom(sim, hist, work));
   }

@@ -159,9 +159,8 @@ PetscErrorCode MPMParticlesGrow(MPMParticles *p, PetscInt count, PetscInt *start
 PetscErrorCode MPMParticlesCompact(MPMParticles *p, const PetscBool *keep);
 PetscErrorCode MPMParticlesPermute(MPMParticles *p, const PetscInt *perm);
 PetscErrorCode MPMParticlesSortByCell(MPMParticles *p, const MPMGridBox *b);
-void           MPMParticlesPack(const MPMParticles *p, PetscInt q, char *buf);
-void           MPMParticlesUnpack(MPMParticles *p, PetscInt q, const char *buf);
-/* Many particles at once, field by field (migration): n p->mbytes bytes. */
+/* The migrating fields of n particles, field by field (migration; n = 1:
+ * a copy of one particle, as splitting makes): n p->mbytes bytes. */
 void           MPMParticlesPackFields(const MPMParticles *p, const PetscInt *idx, PetscInt n, char *buf);
 void           MPMParticlesUnpackFields(MPMParticles *p, PetscInt start, PetscInt n, const char *buf);
 

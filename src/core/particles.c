@@ -320,27 +320,3 @@ PetscErrorCode MPMParticlesSortByCell(MPMParticles *p, const MPMGridBox *b)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* One particle's migrating fields, back to back (p->mbytes bytes). */
-void MPMParticlesPack(const MPMParticles *p, PetscInt q, char *buf)
-{
-  for (PetscInt f = 0; f < p->nfield; f++) {
-    if (!(p->field[f].flags & MPM_FIELD_MIGRATE)) continue;
-    const size_t s = MPMFieldSize(&p->field[f]);
-    memcpy(buf, (const char *)p->field[f].data + s * (size_t)q, s);
-    buf += s;
-  }
-}
-
-/* The inverse of MPMParticlesPack; fields that do not migrate get their default. */
-void MPMParticlesUnpack(MPMParticles *p, PetscInt q, const char *buf)
-{
-  for (PetscInt f = 0; f < p->nfield; f++) {
-    if (!(p->field[f].flags & MPM_FIELD_MIGRATE)) {
-      FieldFillDefault(&p->field[f], q, q + 1);
-      continue;
-    }
-    const size_t s = MPMFieldSize(&p->field[f]);
-    memcpy((char *)p->field[f].data + s * (size_t)q, buf, s);
-    buf += s;
-  }
-}

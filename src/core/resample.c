@@ -113,8 +113,8 @@ PetscErrorCode MPMResampleSplit(MPMSim sim, MPMSpecies *sp, const MPMResample *r
       const PetscInt q = cand[k], c = start + k;
       const int64_t *at = (const int64_t *)bsearch(&ids[k], all, (size_t)total, sizeof(int64_t), CompareInt64);
       double         dx[3], Fc[9];
-      MPMParticlesPack(p, q, buf); /* the half at x + dx: a copy of the parent, then its own */
-      MPMParticlesUnpack(p, c, buf);
+      MPMParticlesPackFields(p, &q, 1, buf); /* the half at x + dx: a copy of the parent, then its own */
+      MPMParticlesUnpackFields(p, c, 1, buf);
       mpm_frame_split(d, F + q * d * d, dx, Fc);
       for (int a = 0; a < d; a++) {
         x[c * d + a] = x[q * d + a] + dx[a];

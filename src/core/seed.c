@@ -237,9 +237,9 @@ PetscErrorCode MPMSeedRegions(MPMSim sim)
  * along the slab axis, without seeding them (the initial slab placement). */
 PetscErrorCode MPMRegionsPlaneCounts(MPMSim sim, int64_t *hist)
 {
-  PetscFunctionBeginUser;
   PetscInt n = 0;
 
+  PetscFunctionBeginUser;
   for (PetscInt r = 0; r < sim->nreg; r++) PetscCall(SeedRegion(sim, r, &n, hist));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
