@@ -69,7 +69,6 @@ CASES = [
     (["-integrator", "nonsmooth", "-sand_grain_normals", "flat"], "-sand_grain_normals"),
     (["-integrator", "nonsmooth", "-sand_grain_normals", "aligned", "-sand_grain_normal", "0,0"], "-sand_grain_normal must not be zero"),
     (["-sand_anisotropy", "0.5"], "-sand_anisotropy 0.5: anisotropic grains are simulated by -integrator nonsmooth only (allowed with -integrator explicit: 0)"),
-    (["-integrator", "nonsmooth", "-nonsmooth_solver", "apgd", "-sand_anisotropy", "0.5"], "-nonsmooth_solver apgd: anisotropic grains (-<m>_anisotropy > 0) are solved by the Gauss-Seidel only; allowed: -nonsmooth_solver gs"),
     (["-integrator", "semi_implicit", "-semi_implicit_beta", "1.5"], "-semi_implicit_beta must be in [0, 1] (0 explicit, 0.5 trapezoidal, 1 backward Euler), got 1.5"),
     (["-integrator", "semi_implicit", "-semi_implicit_cfl_elastic", "-1"], "-semi_implicit_cfl_elastic must be >= 0 (0: no limit), got -1"),
     (["-integrator", "semi_implicit", "-flip_blend", "2"], "-flip_blend must be in [0, 1], got 2"),
@@ -111,7 +110,6 @@ CASES = [
     (["-integrator", "nonsmooth", "-objects", "w", "-w_shape", "sphere", "-w_center", "0.3,0.2", "-w_radius", "0.02", "-w_dynamic"], "-w_density must be > 0 kg/m^3 for a dynamic body, got 0"),
     (["-integrator", "nonsmooth", "-objects", "w", "-w_shape", "half_space", "-w_center", "0.3,0.02", "-w_normal", "0,1", "-w_dynamic", "-w_density", "1000"], "-w_dynamic: a dynamic body must be a bounded shape; allowed -w_shape: sphere, box, cylinder"),
     (["-integrator", "nonsmooth", "-objects", "w", "-w_shape", "sphere", "-w_center", "0.3,0.2", "-w_radius", "0.02", "-w_dynamic", "-w_density", "1000", "-w_mode", "sticky"], "-w_mode: a dynamic body needs mode separate"),
-    (["-integrator", "nonsmooth", "-nonsmooth_solver", "apgd", "-objects", "w", "-w_shape", "sphere", "-w_center", "0.3,0.2", "-w_radius", "0.02", "-w_dynamic", "-w_density", "1000"], "-nonsmooth_solver apgd: dynamic bodies (-<object>_dynamic) are coupled by the Gauss-Seidel only; allowed: -nonsmooth_solver gs"),
     # non-finite and empty values, output directories, runs that could never finish
     (["-sand_density", "inf"], "-sand_density must be a finite number"),
     (["-sand_youngs_modulus", "nan"], "-sand_youngs_modulus must be a finite number"),

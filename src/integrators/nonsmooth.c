@@ -25,11 +25,10 @@
  * verbs).  The per-node problem is solved exactly (kernels/dcfp.c).  The
  * stress of the step is kept on the particles (field "lambda") to
  * warm-start the next step, which also carries it through checkpoints and
- * migration.  Walls and objects: with Gauss-Seidel, part of the friction
- * problem (each wall node's Coulomb contact solved exactly between colours,
- * WallVelocities; D s. 6.1); with APGD, their projection P inside it and
- * their friction on the final velocity.  The final collision books the
- * force on them. */
+ * migration.  Walls and objects are part of the friction problem (D s.
+ * 6.1): each wall node's Coulomb contact is solved exactly given the stress
+ * (WallVelocities), between Gauss-Seidel's colours or inside APGD's
+ * operator.  The final collision books the force on them. */
 #include "integrators.h"
 
 #define NS_NB_MAX 27 /* velocity nodes a stress node sees: 3^d */
@@ -45,11 +44,11 @@ typedef struct {
   PetscInt        f_mu;     /* particle field: its friction coefficient mu_hat from the last step's inertial number (-1: not yet, the static one) */
   int             n, nb;    /* stress components (mpm_sym_size), neighbours (3^d) */
   MPMGridField   *forms;    /* per node: V, V mu, V lambda (n), G (nb x d)[, V (N^-1 - I) (n), anisotropic] */
-  MPMGridField   *node;     /* per node: dt/m, u* free (d), u* projected (d), P (d x d), near a wall or object (1/0) */
+  MPMGridField   *node;     /* per node: dt/m, u* (d), the walls' frictionless projection P at u* (d x d), near a wall or object (1/0) */
   MPMGridField   *du;       /* per node: dt/m B^T lambda (d), the stress's velocity change before P */
   MPMGridField   *lam;      /* per node: lambda (n), for G2P */
   PetscInt        cap;
-  double         *W, *b, *k, *mu, *lambda; /* per owned node: Delassus block n x n, b = B P u* + k, k's trace part, mu, lambda */
+  double         *W, *k, *mu, *lambda;     /* per owned node: Delassus block n x n, k's trace part, mu, lambda */
   double         *Ninv;                    /* per owned node, anisotropic: the change of variables' inverse (n x n); W and lambda are then W~, lambda~ */
   double          dt;
   double          scale;                /* rho g L [Pa]: the tolerance's unit */
@@ -182,12 +181,8 @@ static PetscErrorCode NonsmoothSetUp(MPMIntegrator integ, MPMSim sim)
                mat->name);
     rho = PetscMax(rho, mat->density);
   }
-  PetscCheck(sim->colliders->ndynamic == 0 || ns->solver == NS_SOLVER_GS, sim->comm, PETSC_ERR_USER_INPUT,
-             "-nonsmooth_solver apgd: dynamic bodies (-<object>_dynamic) are coupled by the Gauss-Seidel only; allowed: -nonsmooth_solver gs");
   for (PetscInt m = 0; m < sp->nmat; m++) ns->aniso = ns->aniso || sp->mat[m]->grains.alpha > 0 ? PETSC_TRUE : PETSC_FALSE;
   for (PetscInt m = 0; m < sp->nmat; m++) ns->mui = ns->mui || sp->mat[m]->mui.mu2_hat > 0 ? PETSC_TRUE : PETSC_FALSE;
-  PetscCheck(!ns->aniso || ns->solver == NS_SOLVER_GS, sim->comm, PETSC_ERR_USER_INPUT,
-             "-nonsmooth_solver apgd: anisotropic grains (-<m>_anisotropy > 0) are solved by the Gauss-Seidel only; allowed: -nonsmooth_solver gs");
   ns->n  = mpm_sym_size((int)sim->dim);
   ns->nb = sim->dim == 3 ? 27 : 9;
   PetscCall(MPMIntegratorStressFields(sp, &ns->f));
@@ -214,7 +209,7 @@ static PetscErrorCode NonsmoothSetUp(MPMIntegrator integ, MPMSim sim)
 
   PetscCall(MPMGridFieldCreate(sim, "granular_momentum", mpm_transfer_dof((int)sim->dim, 0), PETSC_FALSE, &sp->grid));
   PetscCall(MPMGridFieldCreate(sim, "dcfp_forms", 2 + ns->n + ns->nb * sim->dim + (ns->aniso ? ns->n : 0), PETSC_FALSE, &ns->forms));
-  PetscCall(MPMGridFieldCreate(sim, "dcfp_nodes", 2 + 2 * sim->dim + sim->dim * sim->dim, PETSC_FALSE, &ns->node));
+  PetscCall(MPMGridFieldCreate(sim, "dcfp_nodes", 2 + sim->dim + sim->dim * sim->dim, PETSC_FALSE, &ns->node));
   PetscCall(MPMGridFieldCreate(sim, "dcfp_du", sim->dim, PETSC_FALSE, &ns->du));
   PetscCall(MPMGridFieldCreate(sim, "dcfp_lambda", ns->n, PETSC_FALSE, &ns->lam));
   for (PetscInt a = 0; a < sim->dim; a++) g += sim->gravity[a] * sim->gravity[a];
@@ -339,14 +334,14 @@ static PetscErrorCode PredictNodes(Nonsmooth *ns, MPMSim sim, double dt)
   PetscCall(VecGetArray(ns->node->global, &a));
   for (PetscInt o = 0; o < nown; o++) {
     const double *gn = g + gdof * o;
-    double       *nd = a + ndof * o, x[3];
+    double       *nd = a + ndof * o, x[3], v[3];
     for (int c = 0; c < ndof; c++) nd[c] = 0;
-    for (int c = 0; c < d; c++) nd[1 + 2 * d + c * (d + 1)] = 1.0; /* P = I */
+    for (int c = 0; c < d; c++) nd[1 + d + c * (d + 1)] = 1.0; /* P = I */
     if (gn[0] <= 0) continue;
     nd[0] = dt / gn[0];
-    for (int c = 0; c < d; c++) nd[1 + c] = nd[1 + d + c] = gn[1 + c] / gn[0] + dt * gs * sim->gravity[c];
+    for (int c = 0; c < d; c++) nd[1 + c] = v[c] = gn[1 + c] / gn[0] + dt * gs * sim->gravity[c];
     MPMLayoutOwnedNodeX(l, o, x);
-    MPMCollidersProject(sim->colliders, 0, x, dt, nd + 1 + d, nd + 1 + 2 * d);
+    MPMCollidersProject(sim->colliders, 0, x, dt, v, nd + 1 + d); /* P: the Delassus blocks' (NodeProblems) */
     /* Gauss-Seidel collides only these nodes at every sweep (WallVelocities): beyond two
        cells a node would need to cross 2 cells in one step to be caught */
     nd[ndof - 1] = MPMCollidersNear(sim->colliders, 0, x, 2 * l->h) ? 1.0 : 0.0;
@@ -357,22 +352,20 @@ static PetscErrorCode PredictNodes(Nonsmooth *ns, MPMSim sim, double dt)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* B_j v for the velocities v_i = P_i w_i (+ the projected u* when star):
- * gamma without k */
-static void NodeStrainRate(const Nonsmooth *ns, int d, const PetscInt *i, const double *F, const double *nodes, const double *du, PetscBool star, double *r)
+/* B_j P du: the strain rate of the velocity change du alone through the
+ * walls' frictionless projection P at u* (the operator's linear part) */
+static void NodeStrainRate(const Nonsmooth *ns, int d, const PetscInt *i, const double *F, const double *nodes, const double *du, double *r)
 {
   const MPMGridBox *bx = &ns->node->box;
   const int         ndof = (int)ns->node->dof, n = ns->n;
   double            A[9] = {0};
   for (int s = 0; s < ns->nb; s++) {
     const PetscInt li = NeighbourIndex(bx, d, i, s);
-    const double  *nd = nodes + ndof * li, *P = nd + 1 + 2 * d, *G = F + 2 + n + s * d;
+    const double  *nd = nodes + ndof * li, *P = nd + 1 + d, *G = F + 2 + n + s * d;
     double         v[3] = {0, 0, 0};
     if (nd[0] == 0) continue; /* no mass */
-    for (int a = 0; a < d; a++) {
-      for (int c = 0; c < d && du; c++) v[a] += P[a * d + c] * du[d * li + c];
-      if (star) v[a] += nd[1 + d + a];
-    }
+    for (int a = 0; a < d; a++)
+      for (int c = 0; c < d; c++) v[a] += P[a * d + c] * du[d * li + c];
     for (int a = 0; a < d; a++)
       for (int c = 0; c < d; c++) A[a * d + c] += v[a] * G[c];
   }
@@ -409,9 +402,9 @@ static void Physical(const Nonsmooth *ns, PetscInt o, const double *x, double *o
     for (int a = 0; a < n; a++) out[a] = x[a];
 }
 
-/* Per owned stress node: mu, the warm start, b = B P u* + k (k clamped at
+/* Per owned stress node: mu, the warm start, k (clamped at
  * 0, D section 5.2) and the Delassus block W = sum_i B_ji (dt/m_i) P_i B_ji^T. */
-static PetscErrorCode NodeProblems(Nonsmooth *ns, MPMSim sim, double dt, PetscBool warm, PetscInt *nactive)
+static PetscErrorCode NodeProblems(Nonsmooth *ns, MPMSim sim, double dt, PetscInt *nactive)
 {
   const MPMLayout   *l = &sim->layout;
   const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof, ndof = (int)ns->node->dof;
@@ -421,10 +414,10 @@ static PetscErrorCode NodeProblems(Nonsmooth *ns, MPMSim sim, double dt, PetscBo
 
   PetscFunctionBeginUser;
   if (nown > ns->cap) {
-    PetscCall(PetscFree5(ns->W, ns->b, ns->k, ns->mu, ns->lambda));
+    PetscCall(PetscFree4(ns->W, ns->k, ns->mu, ns->lambda));
     PetscCall(PetscFree(ns->Ninv));
     ns->cap = nown;
-    PetscCall(PetscMalloc5(nown * n * n, &ns->W, nown * n, &ns->b, nown, &ns->k, nown, &ns->mu, nown * n, &ns->lambda));
+    PetscCall(PetscMalloc4(nown * n * n, &ns->W, nown, &ns->k, nown, &ns->mu, nown * n, &ns->lambda));
     if (ns->aniso) PetscCall(PetscMalloc1(nown * n * n, &ns->Ninv));
   }
   *nactive = 0;
@@ -432,35 +425,30 @@ static PetscErrorCode NodeProblems(Nonsmooth *ns, MPMSim sim, double dt, PetscBo
   PetscCall(VecGetArrayRead(ns->node->local, &nodes));
   for (PetscInt o = 0; o < nown; o++) {
     const double *Fo = F + fdof * o;
-    double       *W = ns->W + n * n * o, *b = ns->b + n * o, *lam = ns->lambda + n * o;
+    double       *W = ns->W + n * n * o, *lam = ns->lambda + n * o;
     PetscInt      i[3];
     OwnedIndex(l, o, i);
     ns->mu[o] = ns->k[o] = 0;
-    for (int s = 0; s < n; s++) b[s] = 0;
-    if (warm)
-      for (int s = 0; s < n; s++) lam[s] = 0;
+    for (int s = 0; s < n; s++) lam[s] = 0;
     if (ns->aniso)
       for (int k = 0; k < n * n; k++) ns->Ninv[n * n * o + k] = k % (n + 1) == 0 ? 1.0 : 0.0;
     if (Fo[0] <= 0) continue;
     (*nactive)++;
     ns->mu[o] = Fo[1] / Fo[0];
-    if (warm) /* the particles' lambda of the last step; a contact round keeps the last solve's */
-      for (int s = 0; s < n; s++) lam[s] = Fo[2 + s] / Fo[0];
-    NodeStrainRate(ns, d, i, Fo, nodes, NULL, PETSC_TRUE, b);
+    for (int s = 0; s < n; s++) lam[s] = Fo[2 + s] / Fo[0]; /* the warm start: the particles' lambda of the last step */
     { /* the room of the dual cell: phi_max of its part outside walls and objects (else the half
          cells along a wall count as loose and the grains there fall and compact) */
       double x[3];
       MPMLayoutOwnedNodeX(l, o, x);
       const double room = ns->phi_max * hd * MPMCollidersFreeFraction(sim->colliders, 0, x, l->h) - Fo[0];
       ns->k[o] = cd * (room >= 0 ? room : ns->decompaction * room) / (d * dt);
-      b[0] += ns->k[o];
     }
     for (int c = 0; c < n; c++) { /* column c: lambda = e_c */
       double e[MPM_SYM_MAX] = {0}, T[9], A[9] = {0}, r[MPM_SYM_MAX];
       e[c] = 1;
       mpm_chi(d, e, T);
       for (int s = 0; s < ns->nb; s++) {
-        const double *nd = nodes + ndof * NeighbourIndex(&ns->node->box, d, i, s), *P = nd + 1 + 2 * d, *G = Fo + 2 + n + s * d;
+        const double *nd = nodes + ndof * NeighbourIndex(&ns->node->box, d, i, s), *P = nd + 1 + d, *G = Fo + 2 + n + s * d;
         double        f[3] = {0, 0, 0}, v[3] = {0, 0, 0};
         if (nd[0] == 0) continue;
         for (int a = 0; a < d; a++)
@@ -473,7 +461,7 @@ static PetscErrorCode NodeProblems(Nonsmooth *ns, MPMSim sim, double dt, PetscBo
       ChiT(d, A, r);
       for (int s = 0; s < n; s++) W[s * n + c] = r[s];
     }
-    if (ns->aniso) AnisotropicNode(ns, d, Fo, W, warm ? lam : NULL, ns->Ninv + n * n * o);
+    if (ns->aniso) AnisotropicNode(ns, d, Fo, W, lam, ns->Ninv + n * n * o);
   }
   PetscCall(VecRestoreArrayRead(ns->node->local, &nodes));
   PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
@@ -880,9 +868,11 @@ static PetscErrorCode Residual(Nonsmooth *ns, MPMSim sim, Vec vell, double *res)
 }
 
 /* -------------------------------------------------------------- APGD */
-/* U_j = B_j P du(l) (+ b_j): the velocities at every owned stress node of
- * the stresses l, du(l) = dt M^-1 B^T l (spread as the warm start is). */
-static PetscErrorCode ApplyDelassus(Nonsmooth *ns, MPMSim sim, double *l, PetscBool withb, Vec incr, double *U)
+/* U_j = B_j P du(l): the velocities at every owned stress node of the
+ * stresses l alone, du(l) = dt M^-1 B^T l (spread as the warm start is),
+ * with the walls' frictionless projection P at u*: the linear part of the
+ * operator, for its norm (DelassusNorm). */
+static PetscErrorCode ApplyDelassus(Nonsmooth *ns, MPMSim sim, double *l, Vec incr, double *U)
 {
   const MPMLayout   *ly = &sim->layout;
   const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof;
@@ -900,16 +890,53 @@ static PetscErrorCode ApplyDelassus(Nonsmooth *ns, MPMSim sim, double *l, PetscB
   PetscCall(VecGetArrayRead(ns->du->local, &du));
   for (PetscInt o = 0; o < nown; o++) {
     const double *Fo = F + fdof * o;
-    double       *Uo = U + n * o;
+    double       *Uo = U + n * o, g[MPM_SYM_MAX];
     PetscInt      i[3];
     for (int s = 0; s < n; s++) Uo[s] = 0;
     if (Fo[0] <= 0) continue;
     OwnedIndex(ly, o, i);
-    NodeStrainRate(ns, d, i, Fo, nodes, du, PETSC_FALSE, Uo);
-    for (int s = 0; s < n && withb; s++) Uo[s] += ns->b[n * o + s];
+    NodeStrainRate(ns, d, i, Fo, nodes, du, g);
+    Physical(ns, o, g, Uo); /* the solve's variables: N^-1 gamma (anisotropic grains) */
   }
   PetscCall(VecRestoreArrayRead(ns->du->local, &du));
   PetscCall(VecRestoreArrayRead(ns->node->local, &nodes));
+  PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* U_j = gamma_j(l) = B_j u(l) + k_j: the velocities at every owned stress
+ * node of the stresses l, with u(l) = u* + du(l) through the walls and
+ * objects with their Coulomb friction (WallVelocities, the velocities the
+ * Gauss-Seidel's nodes see), so that APGD's fixed points are Gauss-Seidel's.
+ * The map is affine only where no wall contact changes state; the dynamic
+ * bodies take one relaxation (MPMCollidersBodiesRelax) per application. */
+static PetscErrorCode ApplyOperator(Nonsmooth *ns, MPMSim sim, double *l, Vec vell, Vec incr, double *U)
+{
+  const MPMLayout   *ly = &sim->layout;
+  const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof;
+  const PetscInt     nown = ly->xm[0] * ly->xm[1] * ly->xm[2];
+  double            *keep = ns->lambda;
+  const PetscScalar *F, *vel;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecZeroEntries(ns->du->global));
+  ns->lambda = l;
+  PetscCall(SpreadAll(ns, sim, vell, incr));
+  ns->lambda = keep;
+  PetscCall(VecGetArrayRead(ns->forms->global, &F));
+  PetscCall(VecGetArrayRead(vell, &vel));
+  for (PetscInt o = 0; o < nown; o++) {
+    const double *Fo = F + fdof * o;
+    double       *Uo = U + n * o, g[MPM_SYM_MAX];
+    PetscInt      i[3];
+    for (int s = 0; s < n; s++) Uo[s] = 0;
+    if (Fo[0] <= 0) continue;
+    OwnedIndex(ly, o, i);
+    NodeStrainRateOf(ns, d, i, Fo, vel, g);
+    g[0] += ns->k[o];
+    Physical(ns, o, g, Uo);
+  }
+  PetscCall(VecRestoreArrayRead(vell, &vel));
   PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -952,7 +979,7 @@ static PetscErrorCode DelassusNorm(Nonsmooth *ns, MPMSim sim, PetscInt N, const 
       const double dj = dsc[k / n];
       v[k]            = dj > 0 ? v[k] / (sqrt(nrm) * sqrt(dj)) : 0.0;
     }
-    PetscCall(ApplyDelassus(ns, sim, v, PETSC_FALSE, incr, w));
+    PetscCall(ApplyDelassus(ns, sim, v, incr, w));
     for (PetscInt k = 0; k < N; k++) {
       const double dj = dsc[k / n];
       w[k]            = dj > 0 ? w[k] / sqrt(dj) : 0.0;
@@ -993,13 +1020,14 @@ static PetscErrorCode ResidualAt(Nonsmooth *ns, MPMSim sim, const double *l, con
 
 /* Accelerated projected gradient (Nesterov; Mazhar et al. 2015) on all
  * nodes at once, with the De Saxce velocity u + mu |u_T| e_N as the
- * gradient, so that its fixed points are the Coulomb solutions, the step
+ * gradient, so that its fixed points are the Coulomb solutions (with the
+ * walls and bodies of ApplyOperator: Gauss-Seidel's), the step
  * of node j 1 / (L d_j) (d_j: NodeScales, a diagonal preconditioner that
  * keeps the per-node cone projection exact; L: DelassusNorm) and adaptive
  * restarts.  Every node moves together (a Jacobi-like iteration), so
  * nothing depends on an order; the rank count enters only through the
  * global sums' roundoff. */
-static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec incr, PetscInt *its, double *res)
+static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec vell, Vec incr, PetscInt *its, double *res)
 {
   const MPMLayout *ly = &sim->layout;
   const int        n  = ns->n;
@@ -1011,7 +1039,7 @@ static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec incr, PetscInt *i
   NodeScales(ns, N / n, dsc);
   PetscCall(DelassusNorm(ns, sim, N, dsc, gn, Ugn, incr, &L));
   for (PetscInt k = 0; k < N; k += n) mpm_dcfp_project(n, ns->mu[k / n], ns->lambda + k, g + k); /* the warm start, inside the cone */
-  PetscCall(ApplyDelassus(ns, sim, g, PETSC_TRUE, incr, Ug));
+  PetscCall(ApplyOperator(ns, sim, g, vell, incr, Ug));
   PetscCall(ResidualAt(ns, sim, g, Ug, res));
   if (ns->monitor) PetscCall(PetscPrintf(sim->comm, "  %4d DCFP residual %e rho g L (warm start)\n", 0, *res));
   PetscCall(PetscArraycpy(y, g, N));
@@ -1026,7 +1054,7 @@ static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec incr, PetscInt *i
       for (int s = 0; s < n; s++) x[s] = y[k + s] - tj * (Uy[k + s] + (s == 0 ? ns->mu[k / n] * sqrt(ut) : 0.0));
       mpm_dcfp_project(n, ns->mu[k / n], x, gn + k);
     }
-    PetscCall(ApplyDelassus(ns, sim, gn, PETSC_TRUE, incr, Ugn));
+    PetscCall(ApplyOperator(ns, sim, gn, vell, incr, Ugn));
     prev = *res;
     PetscCall(ResidualAt(ns, sim, gn, Ugn, res));
     if (ns->monitor) PetscCall(PetscPrintf(sim->comm, "  %4" PetscInt_FMT " DCFP residual %e rho g L\n", *its + 1, *res));
@@ -1045,12 +1073,13 @@ static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec incr, PetscInt *i
     theta = up > 0 ? 1.0 : thn;
     for (PetscInt k = 0; k < N; k++) {
       y[k]  = gn[k] + beta * (gn[k] - g[k]);
-      Uy[k] = Ugn[k] + beta * (Ugn[k] - Ug[k]);
+      Uy[k] = Ugn[k] + beta * (Ugn[k] - Ug[k]); /* exact where u is affine; near a wall that changes contact state, a
+                                                   guess that moves only the path (applying u at y: the same counts) */
       g[k]  = gn[k];
       Ug[k] = Ugn[k];
     }
   }
-  PetscCall(PetscArraycpy(ns->lambda, g, N)); /* du is that of g: its ApplyDelassus came last */
+  PetscCall(PetscArraycpy(ns->lambda, g, N)); /* du and the bodies' velocities are those of g: its ApplyOperator came last */
   PetscCall(PetscFree7(g, y, Ug, Uy, gn, Ugn, dsc));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -1068,11 +1097,11 @@ static PetscErrorCode SolveDCFP(Nonsmooth *ns, MPMSim sim, PetscInt *its, double
   { /* the slabs (and the fields' layouts) may move between steps: a work Vec of this step's */
     Vec incr;
     PetscCall(DMGetGlobalVector(ns->du->da, &incr));
-    if (ns->solver == NS_SOLVER_APGD) PetscCall(SolveAPGD(ns, sim, incr, its, res));
+    Vec vel;
+    PetscCall(DMGetLocalVector(ns->du->da, &vel));
+    PetscCall(ColourSetUp(ns, sim)); /* the walls' geometry, for both solvers */
+    if (ns->solver == NS_SOLVER_APGD) PetscCall(SolveAPGD(ns, sim, vel, incr, its, res));
     else {
-      Vec vel;
-      PetscCall(DMGetLocalVector(ns->du->da, &vel));
-      PetscCall(ColourSetUp(ns, sim));
       PetscCall(SpreadAll(ns, sim, vel, incr)); /* the warm start's velocity change, from du = 0 */
       PetscCall(Residual(ns, sim, vel, res));
       if (ns->monitor) PetscCall(PetscPrintf(sim->comm, "  %4d DCFP residual %e rho g L (warm start)\n", 0, *res));
@@ -1081,8 +1110,8 @@ static PetscErrorCode SolveDCFP(Nonsmooth *ns, MPMSim sim, PetscInt *its, double
         PetscCall(Residual(ns, sim, vel, res));
         if (ns->monitor) PetscCall(PetscPrintf(sim->comm, "  %4" PetscInt_FMT " DCFP residual %e rho g L\n", *its + 1, *res));
       }
-      PetscCall(DMRestoreLocalVector(ns->du->da, &vel));
     }
+    PetscCall(DMRestoreLocalVector(ns->du->da, &vel));
     PetscCall(DMRestoreGlobalVector(ns->du->da, &incr));
   }
   {
@@ -1091,56 +1120,6 @@ static PetscErrorCode SolveDCFP(Nonsmooth *ns, MPMSim sim, PetscInt *its, double
     *failsafe = (PetscInt)f;
   }
   PetscCall(PetscLogEventEnd(MPM_EVENT_DCFP, 0, 0, 0, 0));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* ---------------------------------------------------- contact rounds */
-/* Walls and objects that let material leave them (mode separate) act on
- * u* only where it moves into them; the stress may then push a node at
- * rest into the wall, which the final collision would undo, breaking the
- * solved constraint (a column along a frictionless wall sank at 1 cm/s).
- * After a solve, every node takes the projection of the velocity the
- * solve found (P u* + c + P du); where that adds a constraint the node's
- * P and projected u* grow and the problem is solved again (the contact set
- * only grows, so the rounds end). */
-static PetscErrorCode GrowContacts(Nonsmooth *ns, MPMSim sim, double dt, PetscBool *changed)
-{
-  const MPMLayout   *l = &sim->layout;
-  const int          d = (int)sim->dim, ndof = (int)ns->node->dof;
-  const PetscInt     nown = l->xm[0] * l->xm[1] * l->xm[2];
-  const PetscScalar *du;
-  PetscScalar       *a;
-  double             grown = 0;
-
-  PetscFunctionBeginUser;
-  PetscCall(VecGetArray(ns->node->global, &a));
-  PetscCall(VecGetArrayRead(ns->du->global, &du));
-  for (PetscInt o = 0; o < nown; o++) {
-    double       *nd = a + ndof * o, *P = nd + 1 + 2 * d, v[3], w[3], Pn[9], x[3], trP = 0, trN = 0;
-    if (nd[0] == 0) continue;
-    for (int c = 0; c < d; c++) {
-      v[c] = nd[1 + d + c];
-      for (int k = 0; k < d; k++) v[c] += P[c * d + k] * du[d * o + k];
-      w[c] = v[c];
-      trP += P[c * (d + 1)];
-    }
-    MPMLayoutOwnedNodeX(l, o, x);
-    MPMCollidersProject(sim->colliders, 0, x, dt, w, Pn);
-    for (int c = 0; c < d; c++) trN += Pn[c * (d + 1)];
-    if (trN > trP - 0.5) continue; /* nothing new acts */
-    grown += 1;
-    for (int c = 0; c < d; c++) { /* the affine projection at v: w = Pn v + (w - Pn v); u*_P = Pn u* + (w - Pn v) */
-      double pv = 0, pu = 0;
-      for (int k = 0; k < d; k++) pv += Pn[c * d + k] * v[k], pu += Pn[c * d + k] * nd[1 + k];
-      nd[1 + d + c] = pu + w[c] - pv; /* u* free (nd[1..d]) is not written: no overlap */
-    }
-    for (int c = 0; c < d * d; c++) P[c] = Pn[c];
-  }
-  PetscCall(VecRestoreArrayRead(ns->du->global, &du));
-  PetscCall(VecRestoreArray(ns->node->global, &a));
-  PetscCall(MPMGlobalSum(sim->comm, &grown, 1));
-  *changed = grown > 0 ? PETSC_TRUE : PETSC_FALSE;
-  if (*changed) PetscCall(MPMGhostGather(ns->node));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -1291,19 +1270,9 @@ static PetscErrorCode NonsmoothStep(MPMIntegrator integ, MPMSim sim, double dt, 
   PetscCall(PetscLogEventBegin(MPM_EVENT_FORMS, 0, 0, 0, 0));
   PetscCall(AssembleForms(ns, sim));
   PetscCall(PredictNodes(ns, sim, dt));
-  PetscCall(NodeProblems(ns, sim, dt, PETSC_TRUE, &nactive));
+  PetscCall(NodeProblems(ns, sim, dt, &nactive));
   PetscCall(PetscLogEventEnd(MPM_EVENT_FORMS, 0, 0, 0, 0));
   PetscCall(SolveDCFP(ns, sim, &its, &res, &failsafe));
-  for (int round = 0; round < 4 && ns->solver == NS_SOLVER_APGD; round++) { /* again while the walls' contact set grows (Gauss-Seidel collides exactly) */
-    PetscBool changed;
-    PetscInt  its2, fs2;
-    PetscCall(GrowContacts(ns, sim, dt, &changed));
-    if (!changed) break;
-    PetscCall(NodeProblems(ns, sim, dt, PETSC_FALSE, &nactive));
-    PetscCall(SolveDCFP(ns, sim, &its2, &res, &fs2));
-    its += its2;
-    failsafe += fs2;
-  }
   MPMCollidersBodiesMark(sim->colliders);
   PetscCall(FinishNodes(ns, sim, dt));
   PetscCall(MPMCollidersBodiesSettle(sim->colliders, sim->comm));
@@ -1382,7 +1351,7 @@ static PetscErrorCode NonsmoothDestroy(MPMIntegrator integ)
 
   PetscFunctionBeginUser;
   if (!ns) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(PetscFree5(ns->W, ns->b, ns->k, ns->mu, ns->lambda));
+  PetscCall(PetscFree4(ns->W, ns->k, ns->mu, ns->lambda));
   PetscCall(PetscFree(ns->Ninv));
   PetscCall(PetscFree(ns->col_node));
   PetscCall(PetscFree2(ns->geo_at, ns->near_body));
