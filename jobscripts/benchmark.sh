@@ -68,12 +68,25 @@
 # per step, the wall time per simulated second, and the efficiency of
 # every multi-rank run against the 1-rank run.  MPM_BENCH_BLOCK (e.g.
 # "0.25,0.25,0.25" for 125,000 grains) shrinks the block.
+#
+# `bash jobscripts/benchmark.sh nonsmooth` is the nonsmooth solver's
+# benchmark (issue "Nonsmooth granular MPM"): inputs/silo_3d.yaml at
+# MPM_BENCH_DX (default 0.00375 m) with MPM_BENCH_PPC particles per cell and
+# axis (default 3): 1,327,104 particles on 32 x 48 x 32 filled cells, the
+# size of the seed's silo (Table 1: 1.3e6 particles, 49,774 active nodes).
+# It runs MPM_BENCH_STEPS steps (default 10) with each of
+# MPM_BENCH_SOLVERS (default "gs apgd") on each rank count, and, with
+# MPM_BENCH_WEAK=1, a silo twice as wide on 2 ranks (two openings) for the
+# weak scaling of the friction solve.  It prints the friction problem's
+# iterations per step, seconds per step and per iteration, seconds per
+# frame of 1/96 s (the seed's frame rate) from the mean dt, and core-seconds
+# per frame against the seed's 61.5 s per frame on a 2010 quad-core.
 # The seed's figure (Table 3, "Snowball smash", the same scene): 3.0e5
 # particles, 7.3 min per frame on 8 cores of a 2009 Xeon X5550 (the issue's
 # "~2 min" is the table's Snowplow row, 3.9e6 particles at 2.1 min).
 set -euo pipefail
 mode=${1:-explicit}
-case "$mode" in explicit | implicit | snow | mixture | pbd) ;; *) echo "usage: bash jobscripts/benchmark.sh [explicit|implicit|snow|mixture|pbd]" >&2; exit 2 ;; esac
+case "$mode" in explicit | implicit | snow | mixture | pbd | nonsmooth) ;; *) echo "usage: bash jobscripts/benchmark.sh [explicit|implicit|snow|mixture|pbd|nonsmooth]" >&2; exit 2 ;; esac
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${MPM_BUILD_DIR:-$root/build}
@@ -162,6 +175,51 @@ for n in ranks:
     base = base or rate
     halo = s.get("integrator_pbd_halo_bytes", 0) / steps
     print("%6d %10d %6d %10.3g %14.3g %24.3g %14.3g %12.1f %10.2f" % (n, grains, steps, s["simulated_time"] / steps, rate, rate * sweeps / n, halo, wall / s["simulated_time"], rate / n / base))
+EOF
+  exit 0
+fi
+
+if [ "$mode" = nonsmooth ]; then
+  steps=${MPM_BENCH_STEPS:-10}
+  read -r -a solvers <<<"${MPM_BENCH_SOLVERS:-gs apgd}"
+  deck=(-options_file_yaml "$root/inputs/silo_3d.yaml" -dx "${MPM_BENCH_DX:-0.00375}" -fill_ppc "${MPM_BENCH_PPC:-3}" -max_steps "$steps" -output_dt 100 -history_interval 1)
+  echo "nonsmooth benchmark: $exe, inputs/silo_3d.yaml, dx ${MPM_BENCH_DX:-0.00375} m, ppc ${MPM_BENCH_PPC:-3}, $steps steps, ranks: ${ranks[*]}, solvers: ${solvers[*]}, weak: ${MPM_BENCH_WEAK:-0}, options: ${options[*]:-none}"
+  runs=()
+  for s in "${solvers[@]}"; do
+    for n in "${ranks[@]}"; do runs+=("$s:$n:1"); done
+    [ "${MPM_BENCH_WEAK:-0}" = 1 ] && runs+=("$s:2:2")
+  done
+  for r in "${runs[@]}"; do
+    IFS=: read -r s n w <<<"$r"
+    dir=$out/$s${n}w$w
+    rm -rf "$dir"
+    wide=()
+    # twice as wide along x (the slab axis), one opening centred in each half
+    [ "$w" = 2 ] && wide=(-domain_hi 0.24,0.3,0.12 -fill_hi 0.24,0.28,0.12 -bottom_plate_hi 0.29,0.1,0.17 -bottom_parts plate,hole,hole2
+      -bottom_hole2_shape cylinder -bottom_hole2_center 0.18,0.09,0.06 -bottom_hole2_axis 0,1,0 -bottom_hole2_radius 0.02 -bottom_hole2_half_length 0.05 -slab_axis x)
+    mpiexec -n "$n" "$exe" "${deck[@]}" ${wide[@]+"${wide[@]}"} -nonsmooth_solver "$s" -output_dir "$dir" -log_view ${options[@]+"${options[@]}"} >"$out/$s${n}w$w.log" 2>&1 ||
+      { echo "benchmark: the run $r failed:" >&2; tail -20 "$out/$s${n}w$w.log" >&2; exit 1; }
+  done
+  "$python" - "$out" "${runs[@]}" <<'EOF'
+import json, os, re, sys
+
+out, runs = sys.argv[1], sys.argv[2:]
+print("%6s %5s %5s %10s %12s %6s %9s %8s %8s %12s %9s %13s %7s" % ("solver", "ranks", "width", "particles", "stress nodes", "steps", "its/step", "s/step", "ms/it", "solve s/step", "s/frame", "core-s/frame", "x seed"))
+for r in runs:
+    s, n, w = r.split(":")
+    tag = "%s%sw%s" % (s, n, w)
+    with open(os.path.join(out, tag, "summary.json")) as f:
+        sm = json.load(f)
+    with open(os.path.join(out, tag + ".log")) as f:
+        log = f.read()
+    m = re.search(r"^MPMDCFPSolve\s+\d+\s+\S+\s+(\S+)", log, re.M)
+    solve = float(m.group(1)) if m else float("nan")
+    steps, its = sm["steps"], sm["integrator_dcfp_its"]
+    wall = sm["wall_seconds_stepping"]
+    frame = (1.0 / 96) / (sm["simulated_time"] / steps) * wall / steps
+    print("%6s %5s %5s %10d %12d %6d %9.1f %8.2f %8.2f %12.2f %9.1f %13.1f %7.2f" % (s, n, w, sm["particles"], sm["integrator_dcfp_nodes"], steps, its / steps, wall / steps,
+          1e3 * solve / max(its, 1), solve / steps, frame, frame * int(n), 61.5 * 4 / (frame * int(n))))
+print("seed (Daviet and Bertails-Descoubes 2016, Table 1, Silo): 1.3e6 particles, 49,774 active nodes, 61.5 s per frame of 1/96 s on a 2010 quad-core (246 core-s per frame); the issue's target: 4x per core")
 EOF
   exit 0
 fi

@@ -5,12 +5,13 @@ fitted over the openings (docs/validation.md, "Silo discharge").
   /usr/bin/python3 postproc/silo.py RUN [RUN ...] [--window T0 T1] [--json FILE] [--png FILE]
 
 Each RUN is an output directory of inputs/silo_2d.yaml (or a deck with the
-same two objects opening_left and opening_right); the opening D is read from
-its run.json.  The grains that leave the domain are deleted, so the mass
+same two objects opening_left and opening_right) or of inputs/silo_3d.yaml
+(the object bottom with the part hole); the opening D is read from its
+run.json.  The grains that leave the domain are deleted, so the mass
 left (history.csv) falls at the discharge rate, delayed by the constant
 fall time below the opening.  Per run:
 
-  Q         the slope of the mass over the window [kg/(m s)] in 2D,
+  Q         the slope of the mass over the window [kg/(m s)] in 2D, [kg/s] in 3D,
   Q_parts   the slopes over its four quarters; steady when every one is
             within 10 % of Q (reference-data s. 5: "constant within +/-10 %").
 
@@ -50,7 +51,10 @@ def vec(s):
 def discharge(run, t0, t1):
     """The run's opening, cell, density, dim and its discharge rate over [t0, t1]."""
     o = options(run)
-    D = vec(o["opening_right_lo"])[0] - vec(o["opening_left_hi"])[0]
+    if "bottom_hole_radius" in o:  # inputs/silo_3d.yaml: a round hole in the bottom plate
+        D = 2 * float(o["bottom_hole_radius"])
+    else:
+        D = vec(o["opening_right_lo"])[0] - vec(o["opening_left_hi"])[0]
     h = mpmio.history(run)
     t, m = h["t"], h["mass"]
     sel = (t >= t0) & (t <= t1)
