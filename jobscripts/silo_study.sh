@@ -6,7 +6,8 @@
 # 2d (default): inputs/silo_2d.yaml, 6-12 cells (about 20 minutes on 2 cores);
 # 3d: inputs/silo_3d.yaml at its 1 cm cells, round holes of 3-6 cells, with
 # -nonsmooth_solver apgd (about 15 minutes on 2 cores).
-# Extra options for every run: MPM_SILO_ARGS (e.g. "-nonsmooth_solver apgd").
+# Extra options for every run: MPM_SILO_ARGS (e.g. "-nonsmooth_solver apgd");
+# other openings: MPM_SILO_OPENINGS (default "0.03 0.04 0.05 0.06" [m]).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-output/silo_study}
@@ -29,8 +30,9 @@ run() {
   "$exe" -options_file_yaml "$root/inputs/silo_2d.yaml" -integrator nonsmooth -opening_left_hi "$l,0.1" -opening_right_lo "$r,0.08" \
     -output_dir "$out/D$D" ${MPM_SILO_ARGS:-} > "$out/D$D.log" 2>&1
 }
-(run 0.03; run 0.05) &
-(run 0.04; run 0.06) &
+read -r -a D <<<"${MPM_SILO_OPENINGS:-0.03 0.04 0.05 0.06}"
+(for ((i = 0; i < ${#D[@]}; i += 2)); do run "${D[i]}"; done) &
+(for ((i = 1; i < ${#D[@]}; i += 2)); do run "${D[i]}"; done) &
 wait
 window=(0.2 0.6)
 [ "$dim" = 3d ] && window=(0.3 0.6) # the first grains leave the 3D domain at about 0.15 s
