@@ -6,7 +6,7 @@
 # 2d (default): inputs/silo_2d.yaml, 6-12 cells (about 20 minutes on 2 cores);
 # 3d: inputs/silo_3d.yaml at its 1 cm cells, round holes of 3-6 cells, with
 # -nonsmooth_solver apgd (about 15 minutes on 2 cores).
-# Extra options for every run: MPM_SILO_ARGS (e.g. "-nonsmooth_solver apgd");
+# Extra options for every run: MPM_SILO_ARGS (e.g. "-nonsmooth_solver apgd" in 2d);
 # other openings: MPM_SILO_OPENINGS (default "0.03 0.04 0.05 0.06" [m]).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -32,8 +32,11 @@ run() {
 }
 read -r -a D <<<"${MPM_SILO_OPENINGS:-0.03 0.04 0.05 0.06}"
 (for ((i = 0; i < ${#D[@]}; i += 2)); do run "${D[i]}"; done) &
+a=$!
 (for ((i = 1; i < ${#D[@]}; i += 2)); do run "${D[i]}"; done) &
-wait
+b=$!
+wait "$a" || { echo "silo_study.sh: a run failed (see $out/D*.log)" >&2; exit 1; }
+wait "$b" || { echo "silo_study.sh: a run failed (see $out/D*.log)" >&2; exit 1; }
 window=(0.2 0.6)
 [ "$dim" = 3d ] && window=(0.3 0.6) # the first grains leave the 3D domain at about 0.15 s
 /usr/bin/python3 "$root/postproc/silo.py" "$out"/D*/ --window "${window[@]}" --json "$out/silo.json" --png "$out/beverloo.png"

@@ -127,7 +127,7 @@ def main():
     ap.add_argument("--png")
     a = ap.parse_args()
     runs = sorted((discharge(r, *a.window) for r in a.runs), key=lambda r: r["D"])
-    print("%-10s %-8s %-12s %-26s %s" % ("D [m]", "cells", "Q [kg/m/s]", "quarters / Q", "mass left"))
+    print("%-10s %-8s %-12s %-26s %s" % ("D [m]", "cells", "Q [kg/m/s]" if runs[0]["dim"] == 2 else "Q [kg/s]", "quarters / Q", "mass left"))
     for r in runs:
         print("%-10.4f %-8.1f %-12.4g %-26s %.2f" % (r["D"], r["D"] / r["h"], r["Q"], " ".join("%.3f" % (q / r["Q"]) for q in r["Q_parts"]), r["mass_left"]))
     res = {"runs": runs}

@@ -57,6 +57,7 @@ CASES = [
     (["-integrator", "nonsmooth", "-nonsmooth_phi_max", "1.5"], "-nonsmooth_phi_max must be in (0, 1], got 1.5"),
     (["-integrator", "nonsmooth", "-nonsmooth_tol", "0"], "-nonsmooth_tol must be in (0, 1), got 0"),
     (["-integrator", "nonsmooth", "-nonsmooth_omega", "2"], "-nonsmooth_omega must be in (0, 2) (projected over-relaxation), got 2"),
+    (["-integrator", "nonsmooth", "-nonsmooth_omega", "1.5", "-nonsmooth_solver", "apgd"], "-nonsmooth_omega relaxes the Gauss-Seidel; allowed with -nonsmooth_solver gs, got apgd"),
     (["-integrator", "nonsmooth", "-nonsmooth_solver", "jacobi"], "-nonsmooth_solver"),
     (["-integrator", "nonsmooth", "-sand_cohesion", "100"], "-integrator nonsmooth: material sand (type drucker_prager) is not a Drucker-Prager sand with a friction angle alone"),
     (["-integrator", "nonsmooth", "-transfer", "flip"], "-transfer flip: -integrator nonsmooth transfers with apic only (allowed: apic)"),

@@ -7,7 +7,7 @@
  * One step (the nonsmooth integrator drives it):
  *   1. MPMCollidersBodiesPredict: the free velocities, gravity and torque
  *      (and the gyroscopic term in 3D), explicit;
- *   2. during the Gauss-Seidel, after each colour, MPMCollidersBodiesRelax:
+ *   2. after each Gauss-Seidel colour or APGD operator application, MPMCollidersBodiesRelax:
  *      the grains' impulse on the body from the trial collisions (summed
  *      over ranks) gives the body's target velocity; the body moves towards
  *      it by M / (M + m_c), m_c the mass of the nodes in contact (the

@@ -51,7 +51,7 @@ PetscBool      MPMCollidersNear(MPMColliders c, PetscInt species, const double *
 PetscBool      MPMCollidersNearBody(MPMColliders c, PetscInt species, const double *x, double reach);
 PetscInt       MPMCollidersNearCount(MPMColliders c, PetscInt species, const double *x, double reach);
 /* A solve that collides the same nodes many times (the nonsmooth
- * Gauss-Seidel) keeps each node's geometry for MPMCollidersVelocity: per
+ * Gauss-Seidel and APGD) keeps each node's geometry for MPMCollidersVelocity: per
  * object that stands still, its distance, normal and velocity at x. */
 PetscInt       MPMCollidersGeometrySize(MPMColliders c);
 void           MPMCollidersGeometry(MPMColliders c, PetscInt species, const double *x, double *geo);

@@ -40,7 +40,7 @@ PetscErrorCode MPMLogEventsRegister(void)
   PetscCall(PetscLogEventRegister("MPMLinearize", classid, &MPM_EVENT_LINEARIZE));        /* semi-implicit: each particle's stress and its symmetric map, the operator's diagonal */
   PetscCall(PetscLogEventRegister("MPMPmatAssembly", classid, &MPM_EVENT_PMAT));          /* implicit: the assembled preconditioner matrix */
   PetscCall(PetscLogEventRegister("MPMForms", classid, &MPM_EVENT_FORMS));                /* nonsmooth: the forms B, k and the Delassus blocks */
-  PetscCall(PetscLogEventRegister("MPMDCFPSolve", classid, &MPM_EVENT_DCFP));             /* nonsmooth: the Gauss-Seidel sweeps */
+  PetscCall(PetscLogEventRegister("MPMDCFPSolve", classid, &MPM_EVENT_DCFP));             /* nonsmooth: the friction solve (Gauss-Seidel or APGD) */
   PetscCall(PetscLogEventRegister("MPMNeighbours", classid, &MPM_EVENT_NEIGHBOURS));      /* pbd: prediction, halo set-up, the spatial hash */
   PetscCall(PetscLogEventRegister("MPMContacts", classid, &MPM_EVENT_CONTACTS));          /* pbd: the Jacobi sweeps (halo refreshes inside) */
   PetscFunctionReturn(PETSC_SUCCESS);

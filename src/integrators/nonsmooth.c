@@ -4,7 +4,9 @@
  * a discrete Coulomb friction problem (DCFP) at every stress node, with the
  * exact Drucker-Prager cone and the maximum volume fraction phi_max:
  *
- *   u = u* + M^-1 P B^T lambda,   gamma = B P u + k,   (lambda_j, gamma_j) Coulomb (D13, D21)
+ *   u = C(u* + dt M^-1 B^T lambda),   gamma = B u + k,   (lambda_j, gamma_j) Coulomb (D13, D21)
+ *
+ * with C the walls' and objects' collision with their Coulomb friction.
  *
  * Discretization (the design note says why): velocities on the run's
  * quadratic B-spline grid (the common APIC transfers, lumped mass), the
@@ -45,7 +47,7 @@ typedef struct {
   int             n, nb;    /* stress components (mpm_sym_size), neighbours (3^d) */
   MPMGridField   *forms;    /* per node: V, V mu, V lambda (n), G (nb x d)[, V (N^-1 - I) (n), anisotropic] */
   MPMGridField   *node;     /* per node: dt/m, u* (d), the walls' frictionless projection P at u* (d x d), near a wall or object (1/0) */
-  MPMGridField   *du;       /* per node: dt/m B^T lambda (d), the stress's velocity change before P */
+  MPMGridField   *du;       /* per node: dt/m B^T lambda (d), the stress's velocity change before the walls */
   MPMGridField   *lam;      /* per node: lambda (n), for G2P */
   PetscInt        cap;
   double         *W, *k, *mu, *lambda;     /* per owned node: Delassus block n x n, k's trace part, mu, lambda */
@@ -150,6 +152,7 @@ static PetscErrorCode NonsmoothCheck(MPMIntegrator integ, MPMSim sim)
   PetscCheck(ns->max_it >= 1, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_max_it must be >= 1, got %" PetscInt_FMT, ns->max_it);
   PetscCheck(ns->max_newton >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_local_newton_max must be >= 0, got %" PetscInt_FMT, ns->max_newton);
   PetscCheck(ns->omega > 0 && ns->omega < 2, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_omega must be in (0, 2) (projected over-relaxation), got %g", ns->omega);
+  PetscCheck(ns->omega == 1.0 || ns->solver == NS_SOLVER_GS, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_omega relaxes the Gauss-Seidel; allowed with -nonsmooth_solver gs, got apgd");
   PetscCheck(ns->decompaction >= 0 && ns->decompaction <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_decompaction must be in [0, 1], got %g", ns->decompaction);
   PetscCheck(ns->cfl_gravity > 0 && ns->cfl_gravity <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_cfl_gravity must be in (0, 1], got %g", ns->cfl_gravity);
   PetscCheck(ns->rs.split_ratio >= 1.5 && ns->rs.split_ratio <= 100, sim->comm, PETSC_ERR_USER_INPUT,
@@ -322,9 +325,9 @@ static PetscErrorCode AssembleForms(Nonsmooth *ns, MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The velocity nodes: u* = p / m + dt g, its projection on the walls and
- * objects (P u* + c, P), dt / m, whether a wall or object is near; gathered
- * to the ghosts. */
+/* The velocity nodes: u* = p / m + dt g, the walls' and objects'
+ * frictionless projection P at u* (for the Delassus blocks), dt / m,
+ * whether a wall or object is near; gathered to the ghosts. */
 static PetscErrorCode PredictNodes(Nonsmooth *ns, MPMSim sim, double dt)
 {
   const MPMLayout   *l = &sim->layout;
@@ -407,8 +410,9 @@ static void Physical(const Nonsmooth *ns, PetscInt o, const double *x, double *o
     for (int a = 0; a < n; a++) out[a] = x[a];
 }
 
-/* Per owned stress node: mu, the warm start, k (clamped at
- * 0, D section 5.2) and the Delassus block W = sum_i B_ji (dt/m_i) P_i B_ji^T. */
+/* Per owned stress node: mu, the warm start, k (the dual cell's room;
+ * clamped at 0 as D section 5.2 unless -nonsmooth_decompaction > 0) and the
+ * Delassus block W = sum_i B_ji (dt/m_i) P_i B_ji^T. */
 static PetscErrorCode NodeProblems(Nonsmooth *ns, MPMSim sim, double dt, PetscInt *nactive)
 {
   const MPMLayout   *l = &sim->layout;
@@ -590,7 +594,8 @@ static void SpreadStress(const Nonsmooth *ns, int d, const PetscInt *i, const do
 /* Every active node's lambda as it stands spread onto the velocity
  * nodes, dt/m chi(lambda) G_ji, summed on the owners and sent back to the
  * ghosts (whole-field exchanges: once per solve for the Gauss-Seidel's
- * warm start, onto du = 0; once per APGD step).  With vell, the velocities
+ * warm start, onto du = 0; once per APGD operator application, and per
+ * power iteration of DelassusNorm).  With vell, the velocities
  * through the walls are then refreshed. */
 static PetscErrorCode SpreadAll(Nonsmooth *ns, MPMSim sim, Vec vell, Vec incr)
 {
@@ -972,7 +977,8 @@ static void NodeScales(const Nonsmooth *ns, PetscInt nown, double *dsc)
 }
 
 /* The largest eigenvalue of D^-1/2 A D^-1/2, A the assembled Delassus
- * operator B P dt M^-1 B^T (symmetric positive semidefinite) and D the
+ * operator B P dt M^-1 B^T (symmetric positive semidefinite; N^-1 A N^-1
+ * with anisotropic grains) and D the
  * nodes' scales, by power iteration: APGD's step is its inverse. */
 static PetscErrorCode DelassusNorm(Nonsmooth *ns, MPMSim sim, PetscInt N, const double *dsc, double *v, double *w, Vec incr, double *L)
 {
@@ -1083,8 +1089,8 @@ static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec vell, Vec incr, P
     theta = up > 0 ? 1.0 : thn;
     for (PetscInt k = 0; k < N; k++) {
       y[k]  = gn[k] + beta * (gn[k] - g[k]);
-      Uy[k] = Ugn[k] + beta * (Ugn[k] - Ug[k]); /* exact where u is affine; near a wall that changes contact state, a
-                                                   guess that moves only the path (applying u at y: the same counts) */
+      Uy[k] = Ugn[k] + beta * (Ugn[k] - Ug[k]); /* exact where u is affine; near a wall that changes contact state a guess
+                                                   that moves only the path (evaluating u at y too gave the same step counts) */
       g[k]  = gn[k];
       Ug[k] = Ugn[k];
     }
@@ -1094,7 +1100,8 @@ static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec vell, Vec incr, P
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Gauss-Seidel sweeps over the 3^d colours until the residual is below tol */
+/* The friction problem until the residual is below tol: Gauss-Seidel sweeps
+ * over the 3^d colours, or APGD */
 static PetscErrorCode SolveDCFP(Nonsmooth *ns, MPMSim sim, PetscInt *its, double *res, PetscInt *failsafe)
 {
   const int ncol = sim->dim == 3 ? 27 : 9;
@@ -1105,9 +1112,8 @@ static PetscErrorCode SolveDCFP(Nonsmooth *ns, MPMSim sim, PetscInt *its, double
   PetscCall(VecZeroEntries(ns->du->global));
   PetscCall(VecZeroEntries(ns->du->local));
   { /* the slabs (and the fields' layouts) may move between steps: a work Vec of this step's */
-    Vec incr;
+    Vec incr, vel;
     PetscCall(DMGetGlobalVector(ns->du->da, &incr));
-    Vec vel;
     PetscCall(DMGetLocalVector(ns->du->da, &vel));
     PetscCall(ColourSetUp(ns, sim)); /* the walls' geometry, for both solvers */
     if (ns->solver == NS_SOLVER_APGD) PetscCall(SolveAPGD(ns, sim, vel, incr, its, res));
