@@ -120,6 +120,17 @@ def outline(ax, opts, prefix, dim, view, deck_dirs, color="k", t=0.0, transform=
             R = np.array([[math.cos(a), -math.sin(a)], [math.sin(a), math.cos(a)]])
             pts = (pts - c[:2]) @ R.T + c[:2]
         ax.plot(pts[:, 0], pts[:, 1], **kw)
+    elif shape == "cylinder" and dim == 3 and math.hypot(*[mpmio.vec(opts, prefix + "axis", [0, 0, 1])[k] for k in (ia, ib)]) > 1e-9:
+        # the axis lies in (or leans into) the view plane: the side of the cylinder, the ends at +-half_length along it
+        c, r = mpmio.vec(opts, prefix + "center"), float(opts.get(prefix + "radius", 0))
+        n = np.array(mpmio.vec(opts, prefix + "axis", [0, 0, 1]), dtype=float)
+        n /= np.linalg.norm(n)
+        hl = float(opts.get(prefix + "half_length", 0))
+        a = np.array([n[ia], n[ib]])
+        w = np.array([-a[1], a[0]]) / np.linalg.norm(a)
+        c2 = np.array([c[ia], c[ib]])
+        pts = np.array([c2 - hl * a - r * w, c2 + hl * a - r * w, c2 + hl * a + r * w, c2 - hl * a + r * w, c2 - hl * a - r * w])
+        ax.plot(pts[:, 0], pts[:, 1], **kw)
     elif shape in ("sphere", "cylinder"):
         c, r = mpmio.vec(opts, prefix + "center"), float(opts.get(prefix + "radius", 0))
         a = np.linspace(0, 2 * math.pi, 100)
