@@ -356,6 +356,10 @@ static PetscErrorCode PredictNodes(Nonsmooth *ns, MPMSim sim, double dt)
   }
   PetscCall(VecRestoreArray(ns->node->global, &a));
   PetscCall(VecRestoreArrayRead(sim->species[0]->grid->global, &g));
+  /* the gather leaves the ghost nodes beyond the domain's edge as they were; a layout
+     rebuilt when the slabs move may hold old values there, and APGD's operator collides
+     every local node: zero them, or a restart is not bit for bit (APGD with a body) */
+  PetscCall(VecZeroEntries(ns->node->local));
   PetscCall(MPMGhostGather(ns->node));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
