@@ -887,6 +887,20 @@ static PetscErrorCode Residual(Nonsmooth *ns, MPMSim sim, Vec vell, double *res)
 }
 
 /* -------------------------------------------------------------- APGD */
+/* du = dt M^-1 B^T l for the stresses l (not the solve's own lambda), from
+ * du = 0; with vell, the velocities through the walls too (SpreadAll) */
+static PetscErrorCode SpreadStresses(Nonsmooth *ns, MPMSim sim, double *l, Vec vell, Vec incr)
+{
+  double *keep = ns->lambda;
+
+  PetscFunctionBeginUser;
+  PetscCall(VecZeroEntries(ns->du->global));
+  ns->lambda = l;
+  PetscCall(SpreadAll(ns, sim, vell, incr));
+  ns->lambda = keep;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* U_j = B_j P du(l): the velocities at every owned stress node of the
  * stresses l alone, du(l) = dt M^-1 B^T l (spread as the warm start is),
  * with the walls' frictionless projection P at u*: the linear part of the
@@ -896,14 +910,10 @@ static PetscErrorCode ApplyDelassus(Nonsmooth *ns, MPMSim sim, double *l, Vec in
   const MPMLayout   *ly = &sim->layout;
   const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof;
   const PetscInt     nown = ly->xm[0] * ly->xm[1] * ly->xm[2];
-  double            *keep = ns->lambda;
   const PetscScalar *F, *nodes, *du;
 
   PetscFunctionBeginUser;
-  PetscCall(VecZeroEntries(ns->du->global));
-  ns->lambda = l;
-  PetscCall(SpreadAll(ns, sim, NULL, incr));
-  ns->lambda = keep;
+  PetscCall(SpreadStresses(ns, sim, l, NULL, incr));
   PetscCall(VecGetArrayRead(ns->forms->global, &F));
   PetscCall(VecGetArrayRead(ns->node->local, &nodes));
   PetscCall(VecGetArrayRead(ns->du->local, &du));
@@ -934,14 +944,10 @@ static PetscErrorCode ApplyOperator(Nonsmooth *ns, MPMSim sim, double *l, Vec ve
   const MPMLayout   *ly = &sim->layout;
   const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof;
   const PetscInt     nown = ly->xm[0] * ly->xm[1] * ly->xm[2];
-  double            *keep = ns->lambda;
   const PetscScalar *F, *vel;
 
   PetscFunctionBeginUser;
-  PetscCall(VecZeroEntries(ns->du->global));
-  ns->lambda = l;
-  PetscCall(SpreadAll(ns, sim, vell, incr));
-  ns->lambda = keep;
+  PetscCall(SpreadStresses(ns, sim, l, vell, incr));
   PetscCall(VecGetArrayRead(ns->forms->global, &F));
   PetscCall(VecGetArrayRead(vell, &vel));
   for (PetscInt o = 0; o < nown; o++) {
