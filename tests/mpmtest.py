@@ -13,7 +13,11 @@ OUTPUT = os.environ.get("MPM_TEST_OUTPUT", os.path.join(SOURCE, "build", "test-o
 sys.path.insert(0, os.path.join(SOURCE, "postproc"))
 import mpmio  # noqa: E402,F401
 
-MPI_ENV = {"OMPI_MCA_rmaps_base_oversubscribe": "1"}
+# odls_base_sigkill_timeout 0: mpiexec waits 2 s before reaping a job
+# whose process exited non-zero (every refused deck), which was most of
+# test_bad_decks' and test_fuzz's time.  The ranks of a refused run have
+# all passed MPI_Finalize's fence by then, so nothing is cut short.
+MPI_ENV = {"OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_MCA_odls_base_sigkill_timeout": "0"}
 if os.geteuid() == 0:
     MPI_ENV.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 

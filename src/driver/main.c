@@ -225,6 +225,16 @@ static int Informational(int argc, char **argv)
   return -1;
 }
 
+/* A run refused before PETSc starts still passes through MPI_Finalize's
+ * fence, so no rank leaves before rank 0 has printed why: mpiexec kills the
+ * others when the first exits non-zero (at once when the test suite sets
+ * odls_base_sigkill_timeout 0), which could swallow the message. */
+static int LeaveTogether(int code)
+{
+  if (MPI_Init(NULL, NULL) == MPI_SUCCESS) MPI_Finalize();
+  return code;
+}
+
 int main(int argc, char **argv)
 {
   MPMSim         sim = NULL;
@@ -232,7 +242,7 @@ int main(int argc, char **argv)
   const int      info = Informational(argc, argv);
 
   if (info >= 0) return info;
-  if (CheckDeckFiles(argc, argv)) return 1;
+  if (CheckDeckFiles(argc, argv)) return LeaveTogether(1);
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   for (int i = 1; i + 1 < argc; i++) /* the deck's directory: its terrain files are found next to it */
