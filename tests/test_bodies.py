@@ -31,6 +31,15 @@ a disk of radius 4 cm (5.03 kg/m) on a 5 cm sand bed, driven by a torque of
    without rim friction the wheel spins freely (1e-9), and 1, 2 and 3 ranks
    agree within 1e-9 m (measured 6e-17 m); a restart at step 50 on 2
    ranks continues bit for bit.
+7. A body on the domain's faces (MPMCollidersBodiesWalls, sequential
+   impulses): the disk dropped with 1 m/s across onto the bare floor
+   (friction 0.577) lands on it (centre at r, 1e-12 m), slides, then rolls
+   at 2/3 of its speed with omega = -v/r (1e-9: the rolling speed of a disk
+   with I = M r^2 / 2 whatever the friction), and the floor takes its weight
+   (with the far sand patch's, 1e-3); 2 ranks give the wheel's bits of 1.
+   A box tilted 20 deg dropped on a frictionless floor lands on a corner,
+   turns and comes to rest flat (centre at its half height, 1e-9 m) with
+   its centre's x unchanged (1e-12 m) and its energy never growing.
 """
 import json
 import os
@@ -171,5 +180,32 @@ a, b = final(ref), final(out)
 c.true("APGD restart at step 50: grains bit for bit", all(np.array_equal(a[k], b[k]) for k in ("id", "position", "velocity")))
 ha, hb = T.mpmio.history(ref), T.mpmio.history(out)
 c.true("APGD restart at step 50: the wheel's last row bit for bit", all(ha["wheel_" + k][-1] == hb["wheel_" + k][-1] for k in ("x", "y", "vx", "vy", "wz")))
+
+# 7. the domain's faces stop a body
+DROP = ["-dx", "0.01", "-bed_lo", "0.5,0", "-bed_hi", "0.6,0.02", "-wheel_torque", "0", "-t_end", "0.4", "-output_dt", "0.2", "-history_interval", "1"]
+drop = {}
+for n in (1, 2):
+    o = T.outdir("bodies_drop_%d" % n)
+    T.run_deck(DECK, n, o, *DROP, "-wheel_center", "0.1,0.1", "-wheel_velocity", "1,0")
+    drop[n] = T.mpmio.history(o)
+h = drop[1]
+c.close("disk dropped on the floor: centre height at rest / r", h["wheel_y"][-1] / R, 1.0, atol=1e-12 / R)
+c.close("disk rolling: v / (2/3 v0)", h["wheel_vx"][-1] / (2.0 / 3.0), 1.0, atol=1e-9)
+c.close("disk rolling: -omega r / v", -h["wheel_wz"][-1] * R / h["wheel_vx"][-1], 1.0, atol=1e-9)
+c.close("disk at rest on the floor: floor load / ((M + sand patch) g)", -h["bc_ylo_fy"][-1] / ((M + 0.1 * 0.02 * 1600) * G), 1.0, rtol=1e-3)
+c.true("disk dropped: 2 ranks give the wheel's bits of 1", all(np.array_equal(drop[1]["wheel_" + k], drop[2]["wheel_" + k]) for k in ("x", "y", "vx", "vy", "wz")))
+box = T.outdir("bodies_box")
+os.makedirs(box)
+deck = open(T.deck(DECK)).read().replace("shape: sphere ", "shape: box #").replace("center: 0.15,0.0905", "lo: 0.05,0.08 #").replace("radius: 0.04", "hi: 0.15,0.12")
+open(os.path.join(box, "box.yaml"), "w").write(deck)
+T.run(1, ["-options_file_yaml", os.path.join(box, "box.yaml"), "-output_dir", os.path.join(box, "run"), *DROP, "-wheel_rotation", "20", "-bc_ylo", "slip"])
+h = T.mpmio.history(os.path.join(box, "run"))
+MB = 0.1 * 0.04 * RHO
+E = 0.5 * MB * (h["wheel_vx"] ** 2 + h["wheel_vy"] ** 2) + 0.5 * MB * (0.05 ** 2 + 0.02 ** 2) / 3 * h["wheel_wz"] ** 2 + MB * G * h["wheel_y"]
+c.close("tilted box on a frictionless floor: centre height at rest [m]", h["wheel_y"][-1], 0.02, atol=1e-9)
+c.close("tilted box: centre x unchanged [m]", np.abs(h["wheel_x"] - 0.1).max(), 0.0, atol=1e-12)
+c.close("tilted box: spin at rest [rad/s]", h["wheel_wz"][-1], 0.0, atol=1e-9)
+c.true("tilted box: it turned on landing (a corner hit first)", np.abs(h["wheel_wz"]).max() > 1.0)
+c.close("tilted box: largest energy gain between rows [J/m]", max(0.0, np.diff(E).max()), 0.0, atol=1e-9)
 
 c.done()

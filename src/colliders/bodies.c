@@ -16,7 +16,10 @@
  *   3. MPMCollidersBodiesSettle: after the final collision, the body's
  *      velocity is its free velocity plus the impulse the grains really
  *      took, so momentum is exchanged exactly;
- *   4. MPMCollidersAdvance: the frame moves with those velocities. */
+ *   4. MPMCollidersBodiesWalls: the domain's faces stop it (contact and
+ *      Coulomb friction by sequential impulses; not yet other objects or
+ *      bodies);
+ *   5. MPMCollidersAdvance: the frame moves with those velocities. */
 #include "colliders.h"
 
 /* Mass [kg] (per unit depth in 2D) and body-frame inertia of the shape. */
@@ -198,4 +201,174 @@ double MPMCollidersBodiesSpeed(MPMColliders c)
     vmax = PetscMax(vmax, sqrt(v2));
   }
   return vmax;
+}
+
+/* ------------------------------------------------- a body on the walls */
+/* The points of body o that can touch a plane with inward normal n: the
+ * shape's extreme points along -n (a sphere's one; a box's 2^d corners,
+ * of which the plane's sequential impulses keep those that reach it; a
+ * cylinder's two rims, four points each when it stands on an end).
+ * Returns their number, at most 8, in world coordinates. */
+static int ContactPoints(const MPMCollider *o, PetscInt d, const double *n, double (*p)[3])
+{
+  const MPMShape *s = &o->ps.shape;
+  const double   *R = o->ps.R, *c = o->ps.c;
+  int             np = 0;
+
+  if (s->type == MPM_SHAPE_SPHERE || (s->type == MPM_SHAPE_CYLINDER && d == 2)) {
+    for (PetscInt a = 0; a < 3; a++) p[0][a] = a < d ? c[a] - s->r * n[a] : 0.0;
+    return 1;
+  }
+  if (s->type == MPM_SHAPE_BOX) {
+    for (int k = 0; k < (1 << d); k++, np++) {
+      double l[3];
+      for (PetscInt a = 0; a < d; a++) l[a] = (k >> a & 1 ? 1.0 : -1.0) * s->a[a];
+      for (PetscInt a = 0; a < 3; a++) {
+        p[np][a] = a < d ? c[a] : 0.0;
+        for (PetscInt b = 0; b < d && a < d; b++) p[np][a] += R[a * d + b] * l[b];
+      }
+    }
+    return np;
+  }
+  { /* a 3D cylinder: axis e, radius r, half length h */
+    double e[3], q[3], m = 0, t1[3], t2[3];
+    for (int a = 0; a < 3; a++) e[a] = R[a * 3] * s->n[0] + R[a * 3 + 1] * s->n[1] + R[a * 3 + 2] * s->n[2];
+    const double en = e[0] * n[0] + e[1] * n[1] + e[2] * n[2];
+    for (int a = 0; a < 3; a++) { /* -n across the axis */
+      q[a] = -(n[a] - en * e[a]);
+      m += q[a] * q[a];
+    }
+    m = sqrt(m);
+    if (m > 1e-6) { /* one rim point per end */
+      for (int end = -1; end <= 1; end += 2, np++)
+        for (int a = 0; a < 3; a++) p[np][a] = c[a] + end * s->a[0] * e[a] + s->r * q[a] / m;
+      return np;
+    }
+    { /* on an end: four points of each rim */
+      const int    k = fabs(e[0]) < 0.9 ? 0 : 1; /* a direction not along e */
+      const double f[3] = {k == 0, k == 1, 0};
+      t1[0] = e[1] * f[2] - e[2] * f[1], t1[1] = e[2] * f[0] - e[0] * f[2], t1[2] = e[0] * f[1] - e[1] * f[0];
+      const double l = sqrt(t1[0] * t1[0] + t1[1] * t1[1] + t1[2] * t1[2]);
+      for (int a = 0; a < 3; a++) t1[a] /= l;
+      t2[0] = e[1] * t1[2] - e[2] * t1[1], t2[1] = e[2] * t1[0] - e[0] * t1[2], t2[2] = e[0] * t1[1] - e[1] * t1[0];
+      for (int end = -1; end <= 1; end += 2)
+        for (int j = 0; j < 4; j++, np++) {
+          const double cs = j == 0 ? 1 : j == 2 ? -1 : 0, sn = j == 1 ? 1 : j == 3 ? -1 : 0;
+          for (int a = 0; a < 3; a++) p[np][a] = c[a] + end * s->a[0] * e[a] + s->r * (cs * t1[a] + sn * t2[a]);
+        }
+    }
+    return np;
+  }
+}
+
+/* Velocity of body o at arm r (from its centre) */
+static void PointVelocity(const MPMCollider *o, PetscInt d, const double *r, double *v)
+{
+  const double *w = o->ps.omega, *u = o->ps.vel;
+  if (d == 2) {
+    v[0] = u[0] - w[2] * r[1], v[1] = u[1] + w[2] * r[0], v[2] = 0;
+    return;
+  }
+  v[0] = u[0] + w[1] * r[2] - w[2] * r[1];
+  v[1] = u[1] + w[2] * r[0] - w[0] * r[2];
+  v[2] = u[2] + w[0] * r[1] - w[1] * r[0];
+}
+
+/* Impulse P at arm r on body o (its velocities change by P/M and
+ * I^-1 (r x P)), and 1/K: what a unit impulse along e does to the
+ * point's velocity along e. */
+static void ApplyImpulse(MPMCollider *o, PetscInt d, const double *r, const double *P)
+{
+  double L[3] = {r[1] * P[2] - r[2] * P[1], r[2] * P[0] - r[0] * P[2], r[0] * P[1] - r[1] * P[0]}, dw[3];
+  for (PetscInt a = 0; a < d; a++) o->ps.vel[a] += P[a] / o->mass;
+  WorldInertia(o, d, PETSC_TRUE, L, dw);
+  for (int a = 0; a < 3; a++) o->ps.omega[a] += dw[a];
+}
+
+static double Compliance(MPMCollider *o, PetscInt d, const double *r, const double *e)
+{
+  double keep[6], v[3], k = 0;
+  for (int a = 0; a < 3; a++) keep[a] = o->ps.vel[a], keep[3 + a] = o->ps.omega[a], o->ps.vel[a] = o->ps.omega[a] = 0;
+  ApplyImpulse(o, d, r, e);
+  PointVelocity(o, d, r, v);
+  for (PetscInt a = 0; a < d; a++) k += v[a] * e[a];
+  for (int a = 0; a < 3; a++) o->ps.vel[a] = keep[a], o->ps.omega[a] = keep[3 + a];
+  return k;
+}
+
+/* Collective (a report is summed over ranks: rank 0 books).  Each dynamic
+ * body against the domain's faces, after the grains have acted
+ * (MPMCollidersBodiesSettle) and before it moves: a point that would end
+ * the step beyond a face gets the normal impulse that lands it on the face
+ * and a Coulomb friction impulse with the face's coefficient (sticky:
+ * unbounded, slip: none), by sequential impulses over the body's contact
+ * points with accumulated clamping (20 passes).  The face books the
+ * opposite impulse, so history.csv's bc_* forces carry the body's load. */
+PetscErrorCode MPMCollidersBodiesWalls(MPMColliders c, MPI_Comm comm, double dt)
+{
+  const PetscInt d = c->dim;
+  PetscMPIInt    rank;
+
+  PetscFunctionBeginUser;
+  if (c->ndynamic == 0) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  for (PetscInt k = c->nwalls; k < c->nobj; k++) {
+    MPMCollider *o = &c->obj[k];
+    if (!o->dynamic) continue;
+    for (PetscInt f = 0; f < c->nwalls; f++) {
+      const MPMCollider *w = &c->obj[f];
+      const double      *n = w->ps.shape.n, mu = w->mode == MPM_BC_SLIP ? 0.0 : (w->mode == MPM_BC_STICKY ? PETSC_MAX_REAL : w->friction);
+      double             p[8][3], r[8][3], gap[8], lam[8] = {0}, lt[8][3] = {{0}};
+      int                np;
+      if (w->mode == MPM_BC_NONE) continue;
+      np = ContactPoints(o, d, n, p);
+      for (int q = 0; q < np; q++) {
+        gap[q] = 0;
+        for (PetscInt a = 0; a < d; a++) {
+          r[q][a] = p[q][a] - o->ps.c[a];
+          gap[q] += n[a] * (p[q][a] - w->ps.c[a]);
+        }
+        r[q][2] = d == 2 ? 0.0 : r[q][2];
+      }
+      for (int pass = 0; pass < 20; pass++)
+        for (int q = 0; q < np; q++) {
+          double v[3], vn = 0, P[3] = {0, 0, 0}, vt[3], st = 0, e[3] = {0, 0, 0};
+          PointVelocity(o, d, r[q], v);
+          for (PetscInt a = 0; a < d; a++) vn += n[a] * v[a];
+          if (gap[q] + dt * vn >= 0 && lam[q] == 0) continue; /* clear of the face, and never pushed */
+          for (PetscInt a = 0; a < d; a++) e[a] = n[a];
+          const double dl = PetscMax(lam[q] + (-gap[q] / dt - vn) / Compliance(o, d, r[q], e), 0.0) - lam[q]; /* lands on the face, never pulls */
+          lam[q] += dl;
+          for (PetscInt a = 0; a < d; a++) P[a] = dl * n[a];
+          ApplyImpulse(o, d, r[q], P);
+          PointVelocity(o, d, r[q], v); /* friction: remove the sliding within mu lambda */
+          vn = 0;
+          for (PetscInt a = 0; a < d; a++) vn += n[a] * v[a];
+          for (PetscInt a = 0; a < d; a++) {
+            vt[a] = v[a] - vn * n[a];
+            st += vt[a] * vt[a];
+          }
+          st = sqrt(st);
+          if (st > 0) {
+            double old[3], nl = 0, lim = mu * lam[q];
+            for (PetscInt a = 0; a < d; a++) e[a] = vt[a] / st;
+            const double kt = Compliance(o, d, r[q], e);
+            for (PetscInt a = 0; a < d; a++) old[a] = lt[q][a], lt[q][a] -= st / kt * e[a];
+            for (PetscInt a = 0; a < d; a++) nl += lt[q][a] * lt[q][a];
+            nl = sqrt(nl);
+            if (nl > lim)
+              for (PetscInt a = 0; a < d; a++) lt[q][a] *= lim / nl;
+            for (PetscInt a = 0; a < d; a++) P[a] = lt[q][a] - old[a];
+            ApplyImpulse(o, d, r[q], P);
+          }
+        }
+      for (int q = 0; q < np; q++) /* the face takes the opposite of what it gave */
+        if (rank == 0 && (lam[q] != 0 || lt[q][0] != 0 || lt[q][1] != 0 || lt[q][2] != 0)) {
+          double J[3];
+          for (int a = 0; a < 3; a++) J[a] = -(lam[q] * (a < d ? n[a] : 0.0) + lt[q][a]);
+          MPMCollidersBookImpulse(c, f, p[q], J);
+        }
+    }
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
 }

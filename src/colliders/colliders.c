@@ -319,8 +319,11 @@ void MPMCollidersBookGrain(MPMColliders c, PetscInt o, const double *x, double m
 {
   double J[3] = {0, 0, 0};
   for (PetscInt a = 0; a < c->dim; a++) J[a] = -m * dv[a];
-  AddImpulse(c->impulse + 6 * o, c->dim, x, c->obj[o].ps.c, J);
+  MPMCollidersBookImpulse(c, o, x, J);
 }
+
+/* Impulse J [N s] on object o at x, into its report */
+void MPMCollidersBookImpulse(MPMColliders c, PetscInt o, const double *x, const double *J) { AddImpulse(c->impulse + 6 * o, c->dim, x, c->obj[o].ps.c, J); }
 
 /* Position-based sweeps accelerated by Chebyshev (-pbd_chebyshev_rho): a
  * grain moves by omega (its sweep's correction) + (omega - 1) (its move in

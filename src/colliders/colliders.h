@@ -69,6 +69,7 @@ typedef struct {
 } MPMGrainContact;
 PetscInt       MPMCollidersGrainContacts(MPMColliders c, PetscInt species, const double *x0, const double *x, double reach, double dt, MPMGrainContact *gc);
 void           MPMCollidersBookGrain(MPMColliders c, PetscInt o, const double *x, double m, const double *dv);
+void           MPMCollidersBookImpulse(MPMColliders c, PetscInt o, const double *x, const double *J);
 void           MPMCollidersImpulseRecombine(MPMColliders c, const double *snap, double omega, double *prev);
 const double  *MPMCollidersImpulses(MPMColliders c);
 double         MPMCollidersFreeFraction(MPMColliders c, PetscInt species, const double *x, double h);
@@ -80,6 +81,7 @@ void           MPMCollidersBodiesPredict(MPMColliders c, const double *g, double
 PetscErrorCode MPMCollidersBodiesRelax(MPMColliders c, MPI_Comm comm);
 void           MPMCollidersBodiesMark(MPMColliders c);
 PetscErrorCode MPMCollidersBodiesSettle(MPMColliders c, MPI_Comm comm);
+PetscErrorCode MPMCollidersBodiesWalls(MPMColliders c, MPI_Comm comm, double dt);
 double         MPMCollidersBodiesSpeed(MPMColliders c);
 #define MPM_COLLIDER_TOTALS 10 /* ..., [8]: work done on the material by the object [J] (-(J.v + L.omega), exact for prescribed rigid motion), [9]: the longest report interval [s] */
 PetscErrorCode MPMCollidersReport(MPMColliders c, MPI_Comm comm, double t, double *ft);
