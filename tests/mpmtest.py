@@ -17,7 +17,10 @@ import mpmio  # noqa: E402,F401
 # whose process exited non-zero (every refused deck), which was most of
 # test_bad_decks' and test_fuzz's time.  The ranks of a refused run have
 # all passed MPI_Finalize's fence by then, so nothing is cut short.
-MPI_ENV = {"OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_MCA_odls_base_sigkill_timeout": "0"}
+# hwloc_base_binding_policy none: each mpiexec binds its rank 0 to core 0,
+# so two 1-rank runs at once (test_sand_pile, test_fuzz's workers) shared
+# one core and left the other idle.
+MPI_ENV = {"OMPI_MCA_rmaps_base_oversubscribe": "1", "OMPI_MCA_odls_base_sigkill_timeout": "0", "OMPI_MCA_hwloc_base_binding_policy": "none"}
 if os.geteuid() == 0:
     MPI_ENV.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
 
