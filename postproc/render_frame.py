@@ -83,10 +83,37 @@ def vec(opts, key):
         return None
 
 
-def scene_outlines(pv, view, opts, is2d):
-    """The domain's outline (grey) and the collision objects that are boxes,
-    spheres, cylinders or polygons (dark red), from the run's options; the
-    camera still fits the particles.  Returns the number of objects drawn."""
+def traced_objects(pv, view, outdir, t, is2d):
+    """The objects as the solver traced them (objects.xmf: every shape,
+    moving ones where they are at time t), dark red: lines in 2D, a
+    translucent surface in 3D.  Returns the number of objects drawn, or None
+    when the run wrote no objects.xmf (runs before 2026-11-27)."""
+    xmf = os.path.join(outdir, "objects.xmf")
+    if not os.path.exists(xmf):
+        return None
+    text = open(xmf).read()
+    frames = re.findall(r'<Grid Name="frame_\d+" GridType="Collection" CollectionType="Spatial">\s*<Time Value="([^"]+)"/>(.*?)\n    </Grid>', text, re.S)
+    if not frames:
+        return 0
+    k = min(range(len(frames)), key=lambda i: abs(float(frames[i][0]) - t))
+    names = re.findall(r'<Grid Name="([^"]+)" GridType="Uniform">', frames[k][1])
+    if names:
+        reader = pv.XDMFReader(FileNames=[xmf])
+        reader.UpdatePipeline(float(frames[k][0]))
+        d = pv.Show(reader, view)
+        d.AmbientColor = d.DiffuseColor = [0.6, 0.0, 0.0]
+        d.LineWidth = 2.0
+        if not is2d:
+            d.Opacity = 0.5
+    return len(names)
+
+
+def scene_outlines(pv, view, opts, is2d, outdir=None, t=0.0):
+    """The domain's outline (grey) and the collision objects (dark red): as
+    the solver traced them (objects.xmf) when the run wrote it, else the
+    boxes, spheres, cylinders and polygons that stand still, from the run's
+    options; the camera still fits the particles.  Returns the number of
+    objects drawn."""
     import math
     shown = []
 
@@ -106,6 +133,9 @@ def scene_outlines(pv, view, opts, is2d):
             d = pv.Show(box, view)
             d.SetRepresentationType("Outline")
             d.AmbientColor = d.DiffuseColor = [0.6, 0.6, 0.6]
+    traced = traced_objects(pv, view, outdir, t, is2d) if outdir else None
+    if traced is not None:
+        return traced
     drawn, red = 0, [0.6, 0.0, 0.0]
     for name in [n for n in opts.get("objects", "").split(",") if n]:
         shape, p = opts.get(name + "_shape", "box"), name + "_"
@@ -331,7 +361,7 @@ def main():
             setattr(grid, k, [0.0, 0.0, 0.0])
         if is2d_view:
             grid.AxesToLabel = 3  # min x and min y faces only
-        print("render_frame: objects %d" % scene_outlines(pv, view, run_options(outdir), is2d_view))
+        print("render_frame: objects %d" % scene_outlines(pv, view, run_options(outdir), is2d_view, outdir, t))
         nover = over.GetDataInformation().GetNumberOfPoints() if over is not None else 0
         text = pv.Text(Text="t = %.6g s  (frame %d, %d particles%s)" % (t, frame, npts, " + %d %s" % (nover, a.overlay) if over is not None else ""))
         tdisp = pv.Show(text, view)

@@ -12,6 +12,11 @@ and checks against the HDF5 frames (read with h5py):
     id, position, velocity and connectivity, float32 and int32 with units
     attributes, the double run's values rounded, and ParaView reads every
     point with the same |v| range;
+  - the objects' surfaces (objects.xmf, objects.h5 and frames/objects_*.h5):
+    a moving disk's traced points lie on its circle at the frame's time
+    (within h^2/r, h half a cell) and close up; a box's within half a cell
+    of its edges; a 3D plate with a round hole has its area within 2 %;
+    render_frame.py draws them;
   - a directory without particles.xmf gives a clear error.
 pvpython and xvfb-run are part of the project's setup: if they are missing
 the test fails (it does not skip).
@@ -198,6 +203,42 @@ def main():
     chk.true("lean frame: ParaView reads every point and cell", proc.returncode == 0 and info.get("points", ["-1"])[0] == str(n_last) and info.get("cells", ["-1"])[0] == str(n_last),
              "(exit %d, %s points)" % (proc.returncode, info.get("points")))
     chk.close("lean frame: ParaView's |v| max = the float32 data's", float(rng[2]) if len(rng) == 3 else float("nan"), vm.max(), rtol=1e-6)
+
+    # --- the objects' surfaces (objects.xmf): a post that stands still
+    # (objects.h5, once) and a disk moving at -0.5 m/s (frames/objects_*.h5),
+    # traced at half a cell; ParaView reads them at every frame and
+    # render_frame.py draws them
+    obj = mpmtest.outdir("xdmf_paraview_objects")
+    R, C0, V = 0.03, (0.5, 0.1), -0.5
+    mpmtest.run_deck("column_collapse_2d.yaml", 2, obj, "-dx", "0.00625", "-t_end", "0.1", "-output_dt", "0.05", "-objects", "post,disk",
+                     "-post_shape", "box", "-post_lo", "0.3,0", "-post_hi", "0.32,0.05", "-disk_shape", "sphere", "-disk_center", "%g,%g" % C0,
+                     "-disk_radius", R, "-disk_velocity", "%g,0" % V, "-disk_mode", "slip")
+    h = 0.5 * 0.00625
+    with h5py.File(os.path.join(obj, "objects.h5"), "r") as f:
+        still = sorted(f.keys())
+        post = f["post/points"][()]
+    with h5py.File(os.path.join(obj, "frames", "objects_00002.h5"), "r") as f:
+        moving = sorted(f.keys())
+        disk, dconn = f["disk/points"][()], f["disk/connectivity"][()]
+    chk.true("objects.h5 holds the post, frames/objects_00002.h5 the moving disk", still == ["post"] and moving == ["disk"], "%s %s" % (still, moving))
+    centre = np.array([C0[0] + V * 0.1, C0[1], 0.0])
+    chk.close("disk at t = 0.1 s: largest |distance to its centre - r| of the traced points [m]", np.abs(np.linalg.norm(disk - centre, axis=1) - R).max(), 0.0, atol=h * h / R)
+    ends = [tuple(np.round(p / 1e-9).astype(np.int64)) for p in disk[dconn.ravel()]]
+    counts = np.unique(np.array(ends), axis=0, return_counts=True)[1]
+    chk.true("disk: a closed polyline (every end shared by two segments)", len(counts) > 0 and np.all(counts == 2), "ends used %s times" % np.unique(counts))
+    inside = np.minimum(np.minimum(post[:, 0] - 0.3, 0.32 - post[:, 0]), np.minimum(post[:, 1] - 0.0, 0.05 - post[:, 1]))
+    chk.close("post: largest distance of the traced points from the box's edges [m] (corners cut within half a cell)", np.abs(inside).max(), 0.0, atol=h)
+    xmf = open(os.path.join(obj, "objects.xmf")).read()
+    chk.true("objects.xmf: both objects in each of the 3 frames", xmf.count('<Grid Name="post"') == 3 and xmf.count('<Grid Name="disk"') == 3)
+    proc, _ = render(xvfb, pvpython, [obj, "--frame", "-1", "--png", os.path.join(obj, "render_last.png"), "--size", W, H])
+    chk.true("render_frame.py draws the 2 traced objects", proc.returncode == 0 and parse(proc.stdout).get("objects") == ["2"], "(exit %d: %s)" % (proc.returncode, proc.stderr.strip()[-300:]))
+    # 3D: the silo's plate minus its round hole (CSG), clipped to the domain: its area
+    s3 = mpmtest.outdir("xdmf_paraview_objects_3d")
+    mpmtest.run_deck("silo_3d.yaml", 1, s3, "-max_steps", "1")
+    with h5py.File(os.path.join(s3, "objects.h5"), "r") as f:
+        tri = f["bottom/points"][()].reshape(-1, 3, 3)
+    area = 0.5 * np.linalg.norm(np.cross(tri[:, 1] - tri[:, 0], tri[:, 2] - tri[:, 0]), axis=1).sum()
+    chk.close("3D plate with a round hole: traced area / 2 (0.12^2 - pi 0.02^2) + 2 pi 0.02 x 0.02", area / (2 * (0.12 ** 2 - np.pi * 0.02 ** 2) + 2 * np.pi * 0.02 * 0.02), 1.0, rtol=0.02)
 
     # --- a directory without particles.xmf
     empty = mpmtest.outdir("xdmf_paraview_empty")

@@ -235,6 +235,10 @@ void           MPMPlacedShapeAtTime(MPMPlacedShape *ps, PetscInt dim, double t);
 void           MPMPlacedShapeAdvance(MPMPlacedShape *ps, PetscInt dim, double dt);
 double         MPMPlacedShapeEval(const MPMPlacedShape *ps, PetscInt dim, const double *x, double *grad, double *vb);
 PetscBool      MPMPlacedShapeBBox(const MPMPlacedShape *ps, PetscInt dim, double *lo, double *hi);
+/* surface.c: the shape's zero level inside the box [lo, hi], traced on a
+ * lattice of spacing h: *npieces segments (2D) or triangles (3D), each dim
+ * points of 3 coordinates in *pts (PetscFree it) */
+PetscErrorCode MPMPlacedShapeSurface(const MPMPlacedShape *ps, PetscInt dim, const double *lo, const double *hi, double h, PetscInt *npieces, double **pts);
 
 /* ----------------------------------------------------- seeding and inflow */
 typedef enum { MPM_SAMPLING_LATTICE = 0, MPM_SAMPLING_JITTER } MPMSampling;
@@ -405,6 +409,7 @@ struct _p_MPMSim {
   FILE           *history;
   MPMFrameRecord *frames; /* frames written so far (rank 0), for the XDMF series */
   PetscInt        nframes, capframes;
+  PetscBool       objects_written; /* objects.h5, the objects that stand still, written this run (rank 0, io/surfaces.c) */
   PetscInt        ckpt_interval, ckpt_keep, ckpt_count;
   double          ckpt_wall, ckpt_seconds;
   PetscLogDouble  ckpt_last_wall;

@@ -311,6 +311,7 @@ static PetscErrorCode FrameFinishRank0(MPMSim sim, const char *tmp, const char *
   PetscCheck(rename(tmp, path) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot rename %s: %s", tmp, strerror(errno));
   PetscCall(MPMOutputRecordFrame(sim, sim->t, total, sim->frame));
   PetscCall(MPMOutputWriteXdmf(sim));
+  PetscCall(MPMOutputObjects(sim));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -345,7 +346,7 @@ PetscErrorCode MPMOutputFrame(MPMSim sim)
   PetscCall(MPMH5Close(&F));
   for (PetscInt s = 0; s < sim->nspecies; s++) PetscCall(MPMOutputArraysRestore(na[s], &arr[s]));
   PetscCall(MPMBarrier(sim->comm)); /* every rank's data is in the file before it gets its final name */
-  PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? FrameFinishRank0(sim, tmp, path, total) : PETSC_SUCCESS, "naming the frame or writing particles.xmf"));
+  PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? FrameFinishRank0(sim, tmp, path, total) : PETSC_SUCCESS, "naming the frame, writing particles.xmf or the objects' surfaces"));
   sim->frame++;
   PetscCall(PetscLogEventEnd(MPM_EVENT_OUTPUT, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);

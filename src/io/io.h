@@ -33,6 +33,7 @@ PetscErrorCode MPMOutputHistory(MPMSim sim, const MPMDiagnostics *d);
 PetscErrorCode MPMOutputSummary(MPMSim sim);
 PetscErrorCode MPMOutputFinalize(MPMSim sim);
 PetscErrorCode MPMOutputWriteXdmf(MPMSim sim);
+PetscErrorCode MPMOutputObjects(MPMSim sim); /* surfaces.c: the objects' surfaces and objects.xmf (rank 0) */
 PetscErrorCode MPMWriteFileAtomic(const char *path, const char *text);
 
 /* One output array of this rank's particles, as written to frames and handed

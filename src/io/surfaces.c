@@ -1,0 +1,193 @@
+/* The objects' surfaces beside the frames, so that ParaView draws the
+ * obstacles with the grains (rank 0; the colliders are the same on every
+ * rank).  Each object of -objects (the domain's faces are the domain's
+ * outline, not drawn) is traced by MPMPlacedShapeSurface on a lattice of
+ * half the grid's spacing, inside the domain:
+ *   objects.h5                      the objects that stand still, once per run;
+ *   frames/objects_NNNNN.h5         the moving ones (prescribed motion or
+ *                                   dynamic bodies), per frame;
+ *   objects.xmf                     the time series: per frame, one grid per
+ *                                   object (Polyline segments in 2D,
+ *                                   Triangles in 3D), open it beside
+ *                                   particles.xmf.
+ * In each file the group /<object>/ holds "points" (n x 3, m) and
+ * "connectivity" (pieces x dim, int32, each piece its own points). */
+#include "io.h"
+#include <unistd.h>
+
+static PetscBool Moving(const MPMCollider *o)
+{
+  for (int a = 0; a < 3; a++)
+    if (o->ps.vel[a] != 0 || o->ps.omega[a] != 0) return PETSC_TRUE;
+  return o->dynamic;
+}
+
+/* The box the object is traced in: the domain, cut to the object's
+ * bounding box (one cell more) when it has one. */
+static void TraceBox(const MPMSim sim, const MPMCollider *o, double *lo, double *hi)
+{
+  double    bl[3], bh[3];
+  PetscBool bounded = MPMPlacedShapeBBox(&o->ps, sim->dim, bl, bh);
+  for (PetscInt a = 0; a < sim->dim; a++) {
+    lo[a] = sim->layout.lo[a];
+    hi[a] = sim->layout.hi[a];
+    if (bounded) {
+      lo[a] = PetscMax(lo[a], bl[a] - sim->layout.h);
+      hi[a] = PetscMin(hi[a], bh[a] + sim->layout.h);
+    }
+  }
+}
+
+static PetscErrorCode WriteObject(const MPMSim sim, hid_t file, const MPMCollider *o)
+{
+  const PetscInt d = sim->dim;
+  double         lo[3], hi[3], *pts = NULL, h = 0.5 * sim->layout.h; /* half a cell: a sphere of a few cells stays round */
+  PetscInt       n, nodes = 1;
+  int           *conn;
+  hid_t          g, sp, ds;
+  hsize_t        dp[2], dc[2];
+
+  PetscFunctionBeginUser;
+  TraceBox(sim, o, lo, hi);
+  for (PetscInt a = 0; a < d; a++) nodes *= (PetscInt)((hi[a] - lo[a]) / h) + 2;
+  while (nodes > 20000000) { /* a picture: at most 2e7 samples per object */
+    h *= 2;
+    nodes /= d == 3 ? 8 : 4;
+  }
+  n = 0;
+  for (PetscInt a = 0; a < d; a++)
+    if (hi[a] <= lo[a]) n = -1; /* outside the domain */
+  if (n == 0) PetscCall(MPMPlacedShapeSurface(&o->ps, d, lo, hi, h, &n, &pts));
+  n     = PetscMax(n, 0);
+  dp[0] = (hsize_t)(n * d), dp[1] = 3;
+  dc[0] = (hsize_t)n, dc[1] = (hsize_t)d;
+  PetscCall(PetscMalloc1(n * d + 1, &conn));
+  for (PetscInt k = 0; k < n * d; k++) conn[k] = (int)k;
+  H5CALL(g = H5Gcreate2(file, o->name, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  H5CALL(sp = H5Screate_simple(2, dp, NULL));
+  H5CALL(ds = H5Dcreate2(g, "points", H5T_NATIVE_DOUBLE, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  if (n > 0) H5CALL(H5Dwrite(ds, H5T_NATIVE_DOUBLE, H5S_ALL, H5S_ALL, H5P_DEFAULT, pts));
+  H5CALL(H5Dclose(ds));
+  H5CALL(H5Sclose(sp));
+  H5CALL(sp = H5Screate_simple(2, dc, NULL));
+  H5CALL(ds = H5Dcreate2(g, "connectivity", H5T_NATIVE_INT32, sp, H5P_DEFAULT, H5P_DEFAULT, H5P_DEFAULT));
+  if (n > 0) H5CALL(H5Dwrite(ds, H5T_NATIVE_INT32, H5S_ALL, H5S_ALL, H5P_DEFAULT, conn));
+  H5CALL(H5Dclose(ds));
+  H5CALL(H5Sclose(sp));
+  H5CALL(H5Gclose(g));
+  PetscCall(PetscFree(conn));
+  PetscCall(PetscFree(pts));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The objects that stand still (moving = PETSC_FALSE) or move, into path */
+static PetscErrorCode WriteObjects(const MPMSim sim, const char *path, PetscBool moving)
+{
+  const MPMColliders c = sim->colliders;
+  char               tmp[PETSC_MAX_PATH_LEN];
+  hid_t              file;
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscSNPrintf(tmp, sizeof(tmp), "%s.tmp", path));
+  H5CALL(file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
+  for (PetscInt o = c->nwalls; o < c->nobj; o++)
+    if (Moving(&c->obj[o]) == moving) PetscCall(WriteObject(sim, file, &c->obj[o]));
+  H5CALL(H5Fclose(file));
+  PetscCheck(rename(tmp, path) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot rename %s", tmp);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The number of pieces of object `name` in file rel (relative to the output directory), 0 if absent */
+static PetscErrorCode Pieces(const MPMSim sim, const char *rel, const char *name, long long *n)
+{
+  char    path[PETSC_MAX_PATH_LEN], ds[MPM_NAME_LEN + 16];
+  hid_t   file, set, sp;
+  hsize_t dims[2] = {0, 0};
+
+  PetscFunctionBeginUser;
+  *n = 0;
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s/%s", sim->outdir, rel));
+  PetscCall(PetscSNPrintf(ds, sizeof(ds), "/%s/connectivity", name));
+  if (access(path, R_OK)) PetscFunctionReturn(PETSC_SUCCESS);
+  H5CALL(file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT));
+  if (H5Lexists(file, name, H5P_DEFAULT) > 0) {
+    H5CALL(set = H5Dopen2(file, ds, H5P_DEFAULT));
+    H5CALL(sp = H5Dget_space(set));
+    H5CALL(H5Sget_simple_extent_dims(sp, dims, NULL));
+    H5CALL(H5Sclose(sp));
+    H5CALL(H5Dclose(set));
+    *n = (long long)dims[0];
+  }
+  H5CALL(H5Fclose(file));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* objects.xmf over every frame so far */
+static PetscErrorCode WriteXdmf(const MPMSim sim)
+{
+  const MPMColliders c   = sim->colliders;
+  const PetscInt     d   = sim->dim, nobj = c->nobj - c->nwalls;
+  const size_t       len = 1024 + (size_t)(sim->nframes + 1) * (256 + 1024 * (size_t)nobj);
+  char              *buf, path[PETSC_MAX_PATH_LEN];
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscMalloc1(len, &buf));
+  snprintf(buf, len, "<?xml version=\"1.0\" ?>\n<Xdmf Version=\"2.0\">\n  <Domain>\n    <Grid Name=\"objects\" GridType=\"Collection\" CollectionType=\"Temporal\">\n");
+  for (PetscInt f = 0; f < sim->nframes; f++) {
+    const MPMFrameRecord *r = &sim->frames[f];
+    size_t                l = strlen(buf);
+    snprintf(buf + l, len - l, "    <Grid Name=\"frame_%05d\" GridType=\"Collection\" CollectionType=\"Spatial\">\n      <Time Value=\"%.10g\"/>\n", (int)r->frame, r->t);
+    for (PetscInt o = c->nwalls; o < c->nobj; o++) {
+      char      rel[64];
+      long long n;
+      if (Moving(&c->obj[o])) PetscCall(PetscSNPrintf(rel, sizeof(rel), "frames/objects_%05d.h5", (int)r->frame));
+      else PetscCall(PetscSNPrintf(rel, sizeof(rel), "objects.h5"));
+      PetscCall(Pieces(sim, rel, c->obj[o].name, &n));
+      if (n == 0) continue; /* ParaView refuses empty grids */
+      l = strlen(buf);
+      snprintf(buf + l, len - l,
+               "      <Grid Name=\"%s\" GridType=\"Uniform\">\n"
+               "        <Topology TopologyType=\"%s\" NumberOfElements=\"%lld\" NodesPerElement=\"%d\">\n"
+               "          <DataItem Dimensions=\"%lld %d\" NumberType=\"Int\" Precision=\"4\" Format=\"HDF\">%s:/%s/connectivity</DataItem>\n"
+               "        </Topology>\n        <Geometry GeometryType=\"XYZ\">\n"
+               "          <DataItem Dimensions=\"%lld 3\" NumberType=\"Float\" Precision=\"8\" Format=\"HDF\">%s:/%s/points</DataItem>\n"
+               "        </Geometry>\n      </Grid>\n",
+               c->obj[o].name, d == 2 ? "Polyline" : "Triangle", n, (int)d, n, (int)d, rel, c->obj[o].name, n * d, rel, c->obj[o].name);
+    }
+    l = strlen(buf);
+    snprintf(buf + l, len - l, "    </Grid>\n");
+  }
+  size_t l = strlen(buf);
+  snprintf(buf + l, len - l, "    </Grid>\n  </Domain>\n</Xdmf>\n");
+  PetscCall(PetscSNPrintf(path, sizeof(path), "%s/objects.xmf", sim->outdir));
+  PetscCall(MPMWriteFileAtomic(path, buf));
+  PetscCall(PetscFree(buf));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Rank 0, after the frame is recorded: the moving objects of this frame,
+ * the ones that stand still at the run's first frame, and the series. */
+PetscErrorCode MPMOutputObjects(MPMSim sim)
+{
+  const MPMColliders c = sim->colliders;
+  char               path[PETSC_MAX_PATH_LEN];
+  PetscBool          moving = PETSC_FALSE, still = PETSC_FALSE;
+
+  PetscFunctionBeginUser;
+  if (c->nobj == c->nwalls) PetscFunctionReturn(PETSC_SUCCESS);
+  for (PetscInt o = c->nwalls; o < c->nobj; o++) {
+    if (Moving(&c->obj[o])) moving = PETSC_TRUE;
+    else still = PETSC_TRUE;
+  }
+  if (still && !sim->objects_written) {
+    PetscCall(PetscSNPrintf(path, sizeof(path), "%s/objects.h5", sim->outdir));
+    PetscCall(WriteObjects(sim, path, PETSC_FALSE));
+    sim->objects_written = PETSC_TRUE;
+  }
+  if (moving) {
+    PetscCall(PetscSNPrintf(path, sizeof(path), "%s/frames/objects_%05" PetscInt_FMT ".h5", sim->outdir, sim->frame));
+    PetscCall(WriteObjects(sim, path, PETSC_TRUE));
+  }
+  PetscCall(WriteXdmf(sim));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
