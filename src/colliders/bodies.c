@@ -296,7 +296,8 @@ static double Compliance(MPMCollider *o, PetscInt d, const double *r, const doub
   return k;
 }
 
-/* Collective (a report is summed over ranks: rank 0 books).  Each dynamic
+/* Every rank alike (the bodies are replicated; book: this rank books the
+ * faces' reaction, rank 0 only, as a report is summed over ranks).  Each dynamic
  * body against the domain's faces, after the grains have acted
  * (MPMCollidersBodiesSettle) and before it moves: a point that would end
  * the step beyond a face gets the normal impulse that lands it on the face
@@ -304,14 +305,12 @@ static double Compliance(MPMCollider *o, PetscInt d, const double *r, const doub
  * unbounded, slip: none), by sequential impulses over the body's contact
  * points with accumulated clamping (20 passes).  The face books the
  * opposite impulse, so history.csv's bc_* forces carry the body's load. */
-PetscErrorCode MPMCollidersBodiesWalls(MPMColliders c, MPI_Comm comm, double dt)
+PetscErrorCode MPMCollidersBodiesWalls(MPMColliders c, PetscBool book, double dt)
 {
   const PetscInt d = c->dim;
-  PetscMPIInt    rank;
 
   PetscFunctionBeginUser;
   if (c->ndynamic == 0) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCallMPI(MPI_Comm_rank(comm, &rank));
   for (PetscInt k = c->nwalls; k < c->nobj; k++) {
     MPMCollider *o = &c->obj[k];
     if (!o->dynamic) continue;
@@ -363,7 +362,7 @@ PetscErrorCode MPMCollidersBodiesWalls(MPMColliders c, MPI_Comm comm, double dt)
           }
         }
       for (int q = 0; q < np; q++) /* the face takes the opposite of what it gave */
-        if (rank == 0 && (lam[q] != 0 || lt[q][0] != 0 || lt[q][1] != 0 || lt[q][2] != 0)) {
+        if (book && (lam[q] != 0 || lt[q][0] != 0 || lt[q][1] != 0 || lt[q][2] != 0)) {
           double J[3];
           for (int a = 0; a < 3; a++) J[a] = -(lam[q] * (a < d ? n[a] : 0.0) + lt[q][a]);
           MPMCollidersBookImpulse(c, f, p[q], J);

@@ -81,7 +81,7 @@ void           MPMCollidersBodiesPredict(MPMColliders c, const double *g, double
 PetscErrorCode MPMCollidersBodiesRelax(MPMColliders c, MPI_Comm comm);
 void           MPMCollidersBodiesMark(MPMColliders c);
 PetscErrorCode MPMCollidersBodiesSettle(MPMColliders c, MPI_Comm comm);
-PetscErrorCode MPMCollidersBodiesWalls(MPMColliders c, MPI_Comm comm, double dt);
+PetscErrorCode MPMCollidersBodiesWalls(MPMColliders c, PetscBool book, double dt);
 double         MPMCollidersBodiesSpeed(MPMColliders c);
 #define MPM_COLLIDER_TOTALS 10 /* ..., [8]: work done on the material by the object [J] (-(J.v + L.omega), exact for prescribed rigid motion), [9]: the longest report interval [s] */
 PetscErrorCode MPMCollidersReport(MPMColliders c, MPI_Comm comm, double t, double *ft);

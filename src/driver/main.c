@@ -226,12 +226,12 @@ static int Informational(int argc, char **argv)
 }
 
 /* A run refused before PETSc starts still passes through MPI_Finalize's
- * fence, so no rank leaves before rank 0 has printed why: mpiexec kills the
+ * fence (PETSc started without the arguments), so no rank leaves before rank 0 has printed why: mpiexec kills the
  * others when the first exits non-zero (at once when the test suite sets
  * odls_base_sigkill_timeout 0), which could swallow the message. */
 static int LeaveTogether(int code)
 {
-  if (MPI_Init(NULL, NULL) == MPI_SUCCESS) MPI_Finalize();
+  if (PetscInitializeNoArguments() == PETSC_SUCCESS) (void)PetscFinalize(); /* no deck read: MPI starts and ends, nothing else */
   return code;
 }
 

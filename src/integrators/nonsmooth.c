@@ -1302,7 +1302,7 @@ static PetscErrorCode NonsmoothStep(MPMIntegrator integ, MPMSim sim, double dt, 
   MPMCollidersBodiesMark(sim->colliders);
   PetscCall(FinishNodes(ns, sim, dt));
   PetscCall(MPMCollidersBodiesSettle(sim->colliders, sim->comm));
-  PetscCall(MPMCollidersBodiesWalls(sim->colliders, sim->comm, dt));
+  PetscCall(MPMCollidersBodiesWalls(sim->colliders, sim->rank == 0 ? PETSC_TRUE : PETSC_FALSE, dt));
   PetscCall(ParticleStress(ns, sim));
   PetscCall(MPMIntegratorG2P(sp, &v, dt, -1.0, 0.0, vmax));
   if (ns->aniso) GrainsTurn(ns, sim, dt, v.Fe);
