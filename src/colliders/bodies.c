@@ -296,6 +296,44 @@ static double Compliance(MPMCollider *o, PetscInt d, const double *r, const doub
   return k;
 }
 
+/* One sequential-impulse update of a contact point at arm r, gap from a
+ * face of inward normal n and friction mu: the accumulated normal impulse
+ * lam (>= 0) brings the point's normal velocity to -gap/dt (it lands on
+ * the face, never pulls), then the accumulated tangential impulse lt
+ * removes its sliding, within |lt| <= mu lam.  A point clear of the face
+ * and never pushed is left alone. */
+static void ContactImpulse(MPMCollider *o, PetscInt d, const double *n, double mu, const double *r, double gap, double dt, double *lam, double *lt)
+{
+  double v[3], vn = 0, P[3] = {0, 0, 0}, vt[3], st = 0, e[3] = {0, 0, 0};
+  PointVelocity(o, d, r, v);
+  for (PetscInt a = 0; a < d; a++) vn += n[a] * v[a];
+  if (gap + dt * vn >= 0 && *lam == 0) return;
+  for (PetscInt a = 0; a < d; a++) e[a] = n[a];
+  const double dl = PetscMax(*lam + (-gap / dt - vn) / Compliance(o, d, r, e), 0.0) - *lam;
+  *lam += dl;
+  for (PetscInt a = 0; a < d; a++) P[a] = dl * n[a];
+  ApplyImpulse(o, d, r, P);
+  PointVelocity(o, d, r, v);
+  vn = 0;
+  for (PetscInt a = 0; a < d; a++) vn += n[a] * v[a];
+  for (PetscInt a = 0; a < d; a++) {
+    vt[a] = v[a] - vn * n[a];
+    st += vt[a] * vt[a];
+  }
+  st = sqrt(st);
+  if (st == 0) return;
+  double old[3], nl = 0;
+  for (PetscInt a = 0; a < d; a++) e[a] = vt[a] / st;
+  const double kt = Compliance(o, d, r, e), lim = mu * *lam;
+  for (PetscInt a = 0; a < d; a++) old[a] = lt[a], lt[a] -= st / kt * e[a];
+  for (PetscInt a = 0; a < d; a++) nl += lt[a] * lt[a];
+  nl = sqrt(nl);
+  if (nl > lim)
+    for (PetscInt a = 0; a < d; a++) lt[a] *= lim / nl;
+  for (PetscInt a = 0; a < d; a++) P[a] = lt[a] - old[a];
+  ApplyImpulse(o, d, r, P);
+}
+
 /* Every rank alike (the bodies are replicated; book: this rank books the
  * faces' reaction, rank 0 only, as a report is summed over ranks).  Each dynamic
  * body against the domain's faces, after the grains have acted
@@ -330,37 +368,7 @@ PetscErrorCode MPMCollidersBodiesWalls(MPMColliders c, PetscBool book, double dt
         r[q][2] = d == 2 ? 0.0 : r[q][2];
       }
       for (int pass = 0; pass < 20; pass++)
-        for (int q = 0; q < np; q++) {
-          double v[3], vn = 0, P[3] = {0, 0, 0}, vt[3], st = 0, e[3] = {0, 0, 0};
-          PointVelocity(o, d, r[q], v);
-          for (PetscInt a = 0; a < d; a++) vn += n[a] * v[a];
-          if (gap[q] + dt * vn >= 0 && lam[q] == 0) continue; /* clear of the face, and never pushed */
-          for (PetscInt a = 0; a < d; a++) e[a] = n[a];
-          const double dl = PetscMax(lam[q] + (-gap[q] / dt - vn) / Compliance(o, d, r[q], e), 0.0) - lam[q]; /* lands on the face, never pulls */
-          lam[q] += dl;
-          for (PetscInt a = 0; a < d; a++) P[a] = dl * n[a];
-          ApplyImpulse(o, d, r[q], P);
-          PointVelocity(o, d, r[q], v); /* friction: remove the sliding within mu lambda */
-          vn = 0;
-          for (PetscInt a = 0; a < d; a++) vn += n[a] * v[a];
-          for (PetscInt a = 0; a < d; a++) {
-            vt[a] = v[a] - vn * n[a];
-            st += vt[a] * vt[a];
-          }
-          st = sqrt(st);
-          if (st > 0) {
-            double old[3], nl = 0, lim = mu * lam[q];
-            for (PetscInt a = 0; a < d; a++) e[a] = vt[a] / st;
-            const double kt = Compliance(o, d, r[q], e);
-            for (PetscInt a = 0; a < d; a++) old[a] = lt[q][a], lt[q][a] -= st / kt * e[a];
-            for (PetscInt a = 0; a < d; a++) nl += lt[q][a] * lt[q][a];
-            nl = sqrt(nl);
-            if (nl > lim)
-              for (PetscInt a = 0; a < d; a++) lt[q][a] *= lim / nl;
-            for (PetscInt a = 0; a < d; a++) P[a] = lt[q][a] - old[a];
-            ApplyImpulse(o, d, r[q], P);
-          }
-        }
+        for (int q = 0; q < np; q++) ContactImpulse(o, d, n, mu, r[q], gap[q], dt, &lam[q], lt[q]);
       for (int q = 0; q < np; q++) /* the face takes the opposite of what it gave */
         if (book && (lam[q] != 0 || lt[q][0] != 0 || lt[q][1] != 0 || lt[q][2] != 0)) {
           double J[3];

@@ -54,11 +54,11 @@ static PetscErrorCode WriteObject(const MPMSim sim, hid_t file, const MPMCollide
     h *= 2;
     nodes /= d == 3 ? 8 : 4;
   }
-  n = 0;
+  PetscBool inside = PETSC_TRUE; /* some of it in the domain */
   for (PetscInt a = 0; a < d; a++)
-    if (hi[a] <= lo[a]) n = -1; /* outside the domain */
-  if (n == 0) PetscCall(MPMPlacedShapeSurface(&o->ps, d, lo, hi, h, &n, &pts));
-  n     = PetscMax(n, 0);
+    if (hi[a] <= lo[a]) inside = PETSC_FALSE;
+  n = 0;
+  if (inside) PetscCall(MPMPlacedShapeSurface(&o->ps, d, lo, hi, h, &n, &pts));
   dp[0] = (hsize_t)(n * d), dp[1] = 3;
   dc[0] = (hsize_t)n, dc[1] = (hsize_t)d;
   PetscCall(PetscMalloc1(n * d + 1, &conn));
@@ -97,7 +97,11 @@ static PetscErrorCode WriteObjects(const MPMSim sim, const char *path, PetscBool
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The number of pieces of object `name` in file rel (relative to the output directory), 0 if absent */
+/* The number of pieces of object `name` in file rel (relative to the
+ * output directory), 0 if absent.  Read back from the files rather than
+ * kept, so the series is right after a restart; a file open per moving
+ * object and frame each time the series is rewritten, cheap next to a
+ * frame's write for the hundreds of frames a run has. */
 static PetscErrorCode Pieces(const MPMSim sim, const char *rel, const char *name, long long *n)
 {
   char    path[PETSC_MAX_PATH_LEN], ds[MPM_NAME_LEN + 16];
