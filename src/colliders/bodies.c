@@ -261,10 +261,9 @@ static int ContactPoints(const MPMCollider *o, PetscInt d, const double *n, doub
   }
 }
 
-/* Velocity of body o at arm r (from its centre) */
-static void PointVelocity(const MPMCollider *o, PetscInt d, const double *r, double *v)
+/* Velocity at arm r (from the centre) of a body moving with u and spinning with w */
+static void ArmVelocity(PetscInt d, const double *u, const double *w, const double *r, double *v)
 {
-  const double *w = o->ps.omega, *u = o->ps.vel;
   if (d == 2) {
     v[0] = u[0] - w[2] * r[1], v[1] = u[1] + w[2] * r[0], v[2] = 0;
     return;
@@ -274,25 +273,33 @@ static void PointVelocity(const MPMCollider *o, PetscInt d, const double *r, dou
   v[2] = u[2] + w[0] * r[1] - w[1] * r[0];
 }
 
-/* Impulse P at arm r on body o (its velocities change by P/M and
- * I^-1 (r x P)), and 1/K: what a unit impulse along e does to the
- * point's velocity along e. */
+static void PointVelocity(const MPMCollider *o, PetscInt d, const double *r, double *v) { ArmVelocity(d, o->ps.vel, o->ps.omega, r, v); }
+
+/* What impulse P at arm r does to body o: its velocity changes by
+ * dv = P/M, its spin by dw = I^-1 (r x P) */
+static void ImpulseResponse(const MPMCollider *o, PetscInt d, const double *r, const double *P, double *dv, double *dw)
+{
+  double L[3] = {r[1] * P[2] - r[2] * P[1], r[2] * P[0] - r[0] * P[2], r[0] * P[1] - r[1] * P[0]};
+  for (int a = 0; a < 3; a++) dv[a] = a < d ? P[a] / o->mass : 0.0;
+  WorldInertia(o, d, PETSC_TRUE, L, dw);
+}
+
 static void ApplyImpulse(MPMCollider *o, PetscInt d, const double *r, const double *P)
 {
-  double L[3] = {r[1] * P[2] - r[2] * P[1], r[2] * P[0] - r[0] * P[2], r[0] * P[1] - r[1] * P[0]}, dw[3];
-  for (PetscInt a = 0; a < d; a++) o->ps.vel[a] += P[a] / o->mass;
-  WorldInertia(o, d, PETSC_TRUE, L, dw);
+  double dv[3], dw[3];
+  ImpulseResponse(o, d, r, P, dv, dw);
+  for (PetscInt a = 0; a < d; a++) o->ps.vel[a] += dv[a];
   for (int a = 0; a < 3; a++) o->ps.omega[a] += dw[a];
 }
 
-static double Compliance(MPMCollider *o, PetscInt d, const double *r, const double *e)
+/* 1/K: the change of the point's velocity along e that a unit impulse
+ * along e at arm r makes (the effective mass along e is K) */
+static double Compliance(const MPMCollider *o, PetscInt d, const double *r, const double *e)
 {
-  double keep[6], v[3], k = 0;
-  for (int a = 0; a < 3; a++) keep[a] = o->ps.vel[a], keep[3 + a] = o->ps.omega[a], o->ps.vel[a] = o->ps.omega[a] = 0;
-  ApplyImpulse(o, d, r, e);
-  PointVelocity(o, d, r, v);
+  double dv[3], dw[3], v[3], k = 0;
+  ImpulseResponse(o, d, r, e, dv, dw);
+  ArmVelocity(d, dv, dw, r, v);
   for (PetscInt a = 0; a < d; a++) k += v[a] * e[a];
-  for (int a = 0; a < 3; a++) o->ps.vel[a] = keep[a], o->ps.omega[a] = keep[3 + a];
   return k;
 }
 
@@ -355,7 +362,7 @@ PetscErrorCode MPMCollidersBodiesWalls(MPMColliders c, PetscBool book, double dt
     for (PetscInt f = 0; f < c->nwalls; f++) {
       const MPMCollider *w = &c->obj[f];
       const double      *n = w->ps.shape.n, mu = w->mode == MPM_BC_SLIP ? 0.0 : (w->mode == MPM_BC_STICKY ? PETSC_MAX_REAL : w->friction);
-      double             p[8][3], r[8][3], gap[8], lam[8] = {0}, lt[8][3] = {{0}};
+      double             p[8][3], r[8][3] = {{0}}, gap[8], lam[8] = {0}, lt[8][3] = {{0}};
       int                np;
       if (w->mode == MPM_BC_NONE) continue;
       np = ContactPoints(o, d, n, p);
@@ -365,7 +372,6 @@ PetscErrorCode MPMCollidersBodiesWalls(MPMColliders c, PetscBool book, double dt
           r[q][a] = p[q][a] - o->ps.c[a];
           gap[q] += n[a] * (p[q][a] - w->ps.c[a]);
         }
-        r[q][2] = d == 2 ? 0.0 : r[q][2];
       }
       for (int pass = 0; pass < 20; pass++)
         for (int q = 0; q < np; q++) ContactImpulse(o, d, n, mu, r[q], gap[q], dt, &lam[q], lt[q]);
