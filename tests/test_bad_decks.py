@@ -108,7 +108,7 @@ CASES = [
     (["-objects", "box1", "-box1_shape", "sphere", "-box1_center", "0.3,0.1", "-box1_radius", "0.05", "-box1_species", "sand"], "-box1_species sand: no such species in this run; allowed: all, default"),
     (["-emitters", "e", "-e_center", "0.3,0.2", "-e_direction", "0,-1", "-e_speed", "0", "-e_radius", "0.01"], "-e_speed must be > 0"),
     (["-emitters", "e", "-e_center", "0.3,0.2", "-e_direction", "0,-1", "-e_speed", "1", "-e_radius", "0.01", "-e_jitter", "1"], "-e_jitter must be in [0, 1)"),
-    (["-objects", "w", "-w_shape", "sphere", "-w_center", "0.3,0.2", "-w_radius", "0.02", "-w_dynamic", "-w_density", "1000"], "Dynamic bodies (-<object>_dynamic) are coupled by -integrator nonsmooth only; the deck uses -integrator explicit"),
+    (["-objects", "w", "-w_shape", "sphere", "-w_center", "0.3,0.2", "-w_radius", "0.02", "-w_dynamic", "-w_density", "1000"], "Dynamic bodies (-<object>_dynamic) are coupled by -integrator nonsmooth and pbd only; the deck uses -integrator explicit"),
     (["-integrator", "nonsmooth", "-objects", "w", "-w_shape", "sphere", "-w_center", "0.3,0.2", "-w_radius", "0.02", "-w_dynamic"], "-w_density must be > 0 kg/m^3 for a dynamic body, got 0"),
     (["-integrator", "nonsmooth", "-objects", "w", "-w_shape", "half_space", "-w_center", "0.3,0.02", "-w_normal", "0,1", "-w_dynamic", "-w_density", "1000"], "-w_dynamic: a dynamic body must be a bounded shape; allowed -w_shape: sphere, box, cylinder"),
     (["-integrator", "nonsmooth", "-objects", "w", "-w_shape", "sphere", "-w_center", "0.3,0.2", "-w_radius", "0.02", "-w_dynamic", "-w_density", "1000", "-w_mode", "sticky"], "-w_mode: a dynamic body needs mode separate"),

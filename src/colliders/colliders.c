@@ -400,6 +400,10 @@ double MPMCollidersFreeFraction(MPMColliders c, PetscInt species, const double *
 
 /* One step of length dt was applied: dynamic bodies move with their
  * velocities of the step. */
+/* Time passes for the report, the bodies having been moved already (the
+ * position-based integrator moves them substep by substep). */
+void MPMCollidersElapse(MPMColliders c, double dt) { c->elapsed += dt; }
+
 void MPMCollidersAdvance(MPMColliders c, double dt)
 {
   c->elapsed += dt;

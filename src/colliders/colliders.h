@@ -19,6 +19,7 @@ typedef struct {
   double    mass, Ib[9], Ibinv[9]; /* [kg], the inertia tensor in the body frame [kg m^2] and its inverse (per unit depth in 2D: [0] about z) */
   double    torque[3];            /* applied torque [N m] (2D: [2]) */
   double    vfree[3], wfree[3];   /* this step's velocities before the grains act */
+  double    csave[3], Rsave[9];   /* the frame at a position-based substep's start (MPMCollidersBodiesAhead) */
 } MPMCollider;
 
 struct _p_MPMColliders {
@@ -83,6 +84,11 @@ void           MPMCollidersBodiesMark(MPMColliders c);
 PetscErrorCode MPMCollidersBodiesSettle(MPMColliders c, MPI_Comm comm);
 PetscErrorCode MPMCollidersBodiesWalls(MPMColliders c, PetscBool book, double dt);
 double         MPMCollidersBodiesSpeed(MPMColliders c);
+void           MPMCollidersBodiesBookGrain(MPMColliders c, PetscInt k, const double *x, double m, const double *dv, int64_t *acc);
+PetscErrorCode MPMCollidersBodiesSettleExact(MPMColliders c, MPI_Comm comm, const int64_t *acc, int64_t *sum);
+void           MPMCollidersBodiesAhead(MPMColliders c, double dt);
+void           MPMCollidersBodiesCommit(MPMColliders c, double dt);
+void           MPMCollidersElapse(MPMColliders c, double dt);
 #define MPM_COLLIDER_TOTALS 10 /* ..., [8]: work done on the material by the object [J] (-(J.v + L.omega), exact for prescribed rigid motion), [9]: the longest report interval [s] */
 PetscErrorCode MPMCollidersReport(MPMColliders c, MPI_Comm comm, double t, double *ft);
 

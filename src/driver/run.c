@@ -122,8 +122,8 @@ PetscErrorCode MPMSetFromOptions(MPMSim sim)
   if (sim->integ->ops.check) PetscCall(sim->integ->ops.check(sim->integ, sim));
   PetscCall(MPMLayoutSetUp(sim));
   PetscCall(MPMCollidersCreate(sim));
-  PetscCheck(sim->colliders->ndynamic == 0 || !strcmp(sim->integ->type, "nonsmooth"), sim->comm, PETSC_ERR_USER_INPUT,
-             "Dynamic bodies (-<object>_dynamic) are coupled by -integrator nonsmooth only; the deck uses -integrator %s", sim->integ->type);
+  PetscCheck(sim->colliders->ndynamic == 0 || !strcmp(sim->integ->type, "nonsmooth") || !strcmp(sim->integ->type, "pbd"), sim->comm, PETSC_ERR_USER_INPUT,
+             "Dynamic bodies (-<object>_dynamic) are coupled by -integrator nonsmooth and pbd only; the deck uses -integrator %s", sim->integ->type);
   PetscCall(MPMRegionsSetUp(sim));
   PetscCall(MPMEmittersSetUp(sim));
   PetscCall(MPMCatalystSetUp(sim));

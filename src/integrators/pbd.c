@@ -64,6 +64,7 @@ typedef struct {
   double         *xr;  /* the same before pre-stabilization: its slip is measured from there */
   double         *dx;  /* a sweep's corrections of the owned grains, n x dim */
   double         *xprev; /* the owned grains' positions one sweep back (Chebyshev), n x dim */
+  int64_t        *bodyJ, *bodysum; /* per object: the dynamic bodies' impulse of the substep so far, in fixed point (MPMCollidersBodiesBookGrain); summed over ranks */
   double         *snap, *eprev; /* Chebyshev: the objects' impulses before a sweep, their recombined share of the last (6 per object) */
   double         *L;   /* per grain (owned, then copies): its contacts, grains and objects, at the prediction (>= 1: the Jacobi weights) */
   /* neighbours of the owned grains (CSR, sorted by id) */
@@ -178,7 +179,8 @@ static PetscErrorCode PBDSetUp(MPMIntegrator integ, MPMSim sim)
   PetscFunctionBeginUser;
   PetscCheck(sim->nspecies == 1, sim->comm, PETSC_ERR_SUP, "-integrator pbd moves one species");
   PetscCheck(sim->colliders->nobj <= PBD_MAX_OBJECTS, sim->comm, PETSC_ERR_SUP, "-integrator pbd handles at most %d objects and walls, the deck has %" PetscInt_FMT, PBD_MAX_OBJECTS, sim->colliders->nobj);
-  PetscCheck(sim->colliders->ndynamic == 0, sim->comm, PETSC_ERR_USER_INPUT, "-integrator pbd does not move dynamic bodies (-<object>_dynamic); their objects must have prescribed motion");
+  PetscCheck(sim->colliders->ndynamic == 0 || pb->rho == 0, sim->comm, PETSC_ERR_USER_INPUT,
+             "-pbd_chebyshev_rho %g: the Chebyshev acceleration does not move dynamic bodies (-<object>_dynamic); use -pbd_chebyshev_rho 0 (the default)", pb->rho);
   pb->nmat = sp->nmat;
   PetscCall(PetscMalloc1(sp->nmat, &pb->grain));
   pb->rmin = PETSC_MAX_REAL;
@@ -195,6 +197,7 @@ static PetscErrorCode PBDSetUp(MPMIntegrator integ, MPMSim sim)
                pb->rmax, sim->layout.N[a] * sim->layout.h, "xyz"[a]);
   pb->seed  = sim->seed;
   PetscCall(PetscCalloc2(6 * sim->colliders->nobj + 1, &pb->snap, 6 * sim->colliders->nobj + 1, &pb->eprev));
+  PetscCall(PetscCalloc2(6 * sim->colliders->nobj + 1, &pb->bodyJ, 6 * sim->colliders->nobj + 1, &pb->bodysum));
   PetscCall(MPMSpeciesAddDerived(sp, "radius", 1, DerivedRadius, pb));
   for (PetscInt r = 0; r < sim->nreg; r++) PetscCall(CheckSpacing(sim, pb, "Region", sim->reg[r].name, sim->reg[r].mat, sim->reg[r].ppc, sim->reg[r].sampling == MPM_SAMPLING_JITTER ? sim->reg[r].jitter : 0.0));
   for (PetscInt e = 0; e < sim->nem; e++) PetscCall(CheckSpacing(sim, pb, "Emitter", sim->em[e].name, sim->em[e].mat, sim->em[e].ppc, sim->em[e].jitter));
@@ -473,6 +476,7 @@ static void WallsAveraged(PBD *pb, MPMSim sim, PetscInt i, double m, const doubl
     if (!book) continue;
     for (PetscInt a = 0; a < d; a++) dw[a] = s * dw[a] / ds; /* the object's share of the move, as a velocity change over the substep */
     MPMCollidersBookGrain(sim->colliders, gc[k].o, x, m, dw);
+    MPMCollidersBodiesBookGrain(sim->colliders, gc[k].o, x, m, dw, pb->bodyJ);
   }
 }
 
@@ -516,6 +520,7 @@ static void WallsProjected(PBD *pb, MPMSim sim, PetscInt i, double m, const doub
     if (!book) continue;
     for (PetscInt a = 0; a < d; a++) dw[a] /= ds; /* the object's move, as a velocity change over the substep */
     MPMCollidersBookGrain(sim->colliders, g->o, x, m, dw);
+    MPMCollidersBodiesBookGrain(sim->colliders, g->o, x, m, dw, pb->bodyJ);
   }
 }
 
@@ -655,6 +660,48 @@ static double Chebyshev(const PBD *pb, PetscInt it, double omega)
   return 4.0 / (4.0 - pb->rho * pb->rho * omega);
 }
 
+/* Dynamic bodies (-<object>_dynamic) move as the grains do: their free
+ * velocities (gravity, torque) take them to where the substep ends, the
+ * grains are solved against them there as against any object, and the
+ * impulses the grains took (booked exactly, MPMCollidersBodiesBookGrain)
+ * give the bodies their velocities, with which they move from where the
+ * substep began (bodies.c). */
+static PetscErrorCode BodiesPredict(PBD *pb, MPMSim sim, double ds)
+{
+  const double gs = MPMGravityScale(sim), g[3] = {gs * sim->gravity[0], gs * sim->gravity[1], gs * sim->gravity[2]};
+
+  PetscFunctionBeginUser;
+  if (sim->colliders->ndynamic == 0) PetscFunctionReturn(PETSC_SUCCESS);
+  MPMCollidersBodiesPredict(sim->colliders, g, ds);
+  MPMCollidersBodiesAhead(sim->colliders, ds);
+  PetscCall(PetscArrayzero(pb->bodyJ, 6 * sim->colliders->nobj));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* After each sweep of the solve: the bodies take the grains' impulses so
+ * far and move on with them from where the substep began, so the next
+ * sweep sees them yield (a chain floor - grain - body converges within
+ * the sweeps as a chain of grains does, instead of a sweep's worth per
+ * substep).  One sum over ranks of 6 integers per object a sweep. */
+static PetscErrorCode BodiesSweep(PBD *pb, MPMSim sim, double ds)
+{
+  PetscFunctionBeginUser;
+  if (sim->colliders->ndynamic == 0) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(MPMCollidersBodiesSettleExact(sim->colliders, sim->comm, pb->bodyJ, pb->bodysum));
+  MPMCollidersBodiesCommit(sim->colliders, ds);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* After the solve: the domain's faces stop the bodies, which then move. */
+static PetscErrorCode BodiesFinish(MPMSim sim, double ds)
+{
+  PetscFunctionBeginUser;
+  if (sim->colliders->ndynamic == 0) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(MPMCollidersBodiesWalls(sim->colliders, sim->rank == 0 ? PETSC_TRUE : PETSC_FALSE, ds));
+  MPMCollidersBodiesCommit(sim->colliders, ds);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode Substep(PBD *pb, MPMSim sim, double ds, PBDSweepStats *ss)
 {
   MPMParticles  *p = &sim->species[0]->p;
@@ -693,6 +740,7 @@ static PetscErrorCode Substep(PBD *pb, MPMSim sim, double ds, PBDSweepStats *ss)
       x[k]            = omega == 1 ? xk + pb->dx[k] : omega * (xk + pb->dx[k] - pb->xprev[k]) + pb->xprev[k];
       pb->xprev[k]    = xk;
     }
+    PetscCall(BodiesSweep(pb, sim, ds));
   }
   PetscCall(PetscLogEventEnd(MPM_EVENT_CONTACTS, 0, 0, 0, 0));
   Velocities(pb, sim, ds);
@@ -711,10 +759,12 @@ static PetscErrorCode PBDStep(MPMIntegrator integ, MPMSim sim, double dt, double
   pb->halo.bytes = 0;
   for (PetscInt s = 0; s < pb->substeps; s++) {
     MPMCollidersAtTime(sim->colliders, sim->t + (s + 1) * ds); /* where the objects are when the substep ends, as the predicted grains */
+    PetscCall(BodiesPredict(pb, sim, ds));
     PetscCall(Substep(pb, sim, ds, &ss));
+    PetscCall(BodiesFinish(sim, ds));
   }
-  MPMCollidersAdvance(sim->colliders, dt);
-  *vmax = 0;
+  MPMCollidersElapse(sim->colliders, dt);
+  *vmax = MPMCollidersBodiesSpeed(sim->colliders);
   const double *v = MPMFieldReal(p, p->f_v);
   for (PetscInt i = 0; i < p->n; i++) {
     double v2 = 0;
@@ -783,6 +833,7 @@ static PetscErrorCode PBDDestroy(MPMIntegrator integ)
   PetscCall(PetscFree(pb->wlam));
   PetscCall(PetscFree2(pb->inner, pb->touch));
   PetscCall(PetscFree2(pb->snap, pb->eprev));
+  PetscCall(PetscFree2(pb->bodyJ, pb->bodysum));
   PetscCall(PetscFree2(pb->bucket_start, pb->bucket));
   PetscCall(PetscFree(pb->grain));
   PetscFunctionReturn(PETSC_SUCCESS);
