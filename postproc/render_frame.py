@@ -403,7 +403,8 @@ def main():
             view.CameraFocalPoint = [cx, cy, cz]
             view.CameraPosition = [cx + d[0], cy + d[1], cz + d[2]]
             view.CameraViewUp = [0.0, 1.0, 0.0]
-            view.ResetCamera(False)
+            # fit the particles, not every prop: an object's traced surface may reach far outside them
+            view.ResetCamera(xmin, xmax, ymin, ymax, zmin, zmax)
             cam = view.GetActiveCamera()
             dist = cam.GetDistance()
             ppu = H / (2.0 * dist * math.tan(math.radians(0.5 * cam.GetViewAngle())))
