@@ -19,6 +19,9 @@ pipelines postproc/catalyst/particles_images.py and particles_extract.py,
     particles_extract.py and water_extract.py: the sand's extract (channel
     "particles") and the water's (channel "particles_water") each equal
     their species' HDF5 frame;
+  - the collision objects (channel "objects", objects_extract.py): a moving
+    disk traced as a circle of length 2 pi r (0.5 %), moved by v dt between
+    the calls (1e-9 m), and a post standing still;
 and, without a display,
   - -catalyst_script naming a missing file: exit code 1 and a message naming
     -catalyst_script and the file;
@@ -194,6 +197,49 @@ def check_mixture(chk, xvfb):
             check_extract_content(chk, out, pvtp, step=10, species=species)
 
 
+def check_objects(chk, xvfb):
+    """The collision objects on channel "objects"
+    (postproc/catalyst/objects_extract.py): a disk of radius 2 cm moving at
+    0.5 m/s and a post standing still beside the column.  The disk's traced
+    circle is 2 pi r long within 0.5 %, its points within 2 % of r from its
+    centre (a trace on samples half a cell apart), and between the two calls it moves by 0.5 m/s times the time
+    between them (1e-9 m: the same trace, shifted); the post is there at
+    both calls."""
+    out = mpmtest.outdir("catalyst_objects")
+    scripts = [os.path.join(mpmtest.SOURCE, "postproc", "catalyst", s) for s in ("particles_extract.py", "objects_extract.py")]
+    objs = ["-objects", "ball,post", "-ball_shape", "sphere", "-ball_center", "0.3,0.05", "-ball_radius", "0.02", "-ball_velocity", "0.5,0",
+            "-post_shape", "box", "-post_lo", "0.4,0", "-post_hi", "0.42,0.05", "-history_interval", "1"]
+    proc = solver(out, ["-catalyst_script", ",".join(scripts), "-catalyst_interval", "20"] + objs, xvfb=xvfb, steps=40)
+    ok = proc.returncode == 0
+    chk.true("run with the objects' extract: exit 0", ok, why(ok, proc))
+    if not ok:
+        return
+    from vtkmodules.util.numpy_support import vtk_to_numpy
+    from vtkmodules.vtkIOXML import vtkXMLPPolyDataReader
+    centres = []
+    for step in (20, 40):
+        pvtp = os.path.join(out, "catalyst", "objects_%06d.pvtp" % step)
+        chk.true("%s exists" % os.path.basename(pvtp), os.path.isfile(pvtp))
+        if not os.path.isfile(pvtp):
+            return
+        r = vtkXMLPPolyDataReader()
+        r.SetFileName(pvtp)
+        r.Update()
+        pd = r.GetOutput()
+        seg = vtk_to_numpy(pd.GetPoints().GetData()).reshape(-1, 2, 3)
+        obj = vtk_to_numpy(pd.GetCellData().GetArray("object"))
+        chk.true("objects_%06d: line cells, one per segment, on both objects" % step, pd.GetNumberOfLines() == len(seg) == len(obj) and set(obj) == {0, 1},
+                 "(%d lines, objects %s)" % (pd.GetNumberOfLines(), sorted(set(obj))))
+        disk = seg[obj == 0]
+        c = disk.reshape(-1, 3).mean(axis=0)
+        chk.close("objects_%06d: the disk's circle length / (2 pi r)" % step, np.linalg.norm(disk[:, 1] - disk[:, 0], axis=1).sum() / (2 * np.pi * 0.02), 1.0, rtol=5e-3)
+        chk.close("objects_%06d: max |distance from the centre - r| / r" % step, np.abs(np.linalg.norm(disk.reshape(-1, 3) - c, axis=1) - 0.02).max() / 0.02, 0.0, atol=0.02)
+        centres.append(c)
+    h = mpmio.history(out)
+    t20, t40 = h["t"][list(h["step"]).index(20)], h["t"][list(h["step"]).index(40)]
+    chk.close("the disk moved between the calls by 0.5 m/s (t40 - t20) [m]", centres[1][0] - centres[0][0], 0.5 * (t40 - t20), atol=1e-9)
+
+
 def why(ok, proc):
     """The end of a failed run's output, for the check's line."""
     return "" if ok else "(exit %d: %s)" % (proc.returncode, (proc.stdout + proc.stderr).strip()[-400:])
@@ -278,6 +324,7 @@ def main():
                  "(%d points, %d verts)" % (npts, nverts))
     check_extract_content(chk, out, os.path.join(cat, "particles_%06d.pvtp" % STEPS))
     check_mixture(chk, xvfb)
+    check_objects(chk, xvfb)
     chk.done()
 
 

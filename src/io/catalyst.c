@@ -23,7 +23,7 @@
 typedef struct {
   int (*initialize)(MPI_Comm, const char *, int, const char *const *, int, const char *const *, MPMCatalystAdaptor **, char *, size_t);
   int (*wants)(MPMCatalystAdaptor *, int64_t, double);
-  int (*coprocess)(MPMCatalystAdaptor *, int, const MPMCatalystFrame *, char *, size_t);
+  int (*coprocess)(MPMCatalystAdaptor *, int, const MPMCatalystFrame *, const MPMCatalystSurface *, char *, size_t);
   void (*finalize)(MPMCatalystAdaptor **);
 } AdaptorAPI;
 #endif
@@ -35,6 +35,13 @@ typedef struct {
   /* one channel per species, named as the frames' XDMF files: "particles"
    * for the first, "particles_<species>" for the others */
   char channel[MPM_MAX_SPECIES][MPM_NAME_LEN + 16];
+  /* the deck's -objects, on channel "objects" (rank 0 traces them): the
+   * pieces of those that stand still, traced once */
+  PetscBool objects;
+  PetscInt  nstill;
+  double   *still;
+  int32_t  *still_obj;
+  PetscBool traced;
 #endif
   PetscInt       calls;        /* co-processing calls made */
   PetscLogDouble first, total; /* [s] the first call (it builds the pipelines and the OpenGL context), all calls */
@@ -121,18 +128,63 @@ static PetscErrorCode StartAdaptor(MPMSim sim, char **scripts, PetscInt n)
   PetscCall(PetscNew(&c));
   sim->catalyst = c;
   PetscCall(LoadAdaptor(sim, &c->api));
-  const char *channels[MPM_MAX_SPECIES];
+  const char *channels[MPM_MAX_SPECIES + 1];
   for (PetscInt s = 0; s < sim->nspecies; s++) {
     if (s == 0) PetscCall(PetscStrncpy(c->channel[s], "particles", sizeof(c->channel[s])));
     else PetscCall(PetscSNPrintf(c->channel[s], sizeof(c->channel[s]), "particles_%s", sim->species[s]->name));
     channels[s] = c->channel[s];
   }
+  c->objects = sim->colliders->nobj > sim->colliders->nwalls ? PETSC_TRUE : PETSC_FALSE;
+  if (c->objects) channels[sim->nspecies] = "objects";
   /* a refused script is refused alike on every rank: an input error */
-  PetscCheck(!c->api.initialize(sim->comm, dir, (int)sim->nspecies, channels, (int)n, (const char *const *)scripts, &c->adaptor, msg, sizeof(msg)), sim->comm,
+  PetscCheck(!c->api.initialize(sim->comm, dir, (int)sim->nspecies + (c->objects ? 1 : 0), channels, (int)n, (const char *const *)scripts, &c->adaptor, msg, sizeof(msg)), sim->comm,
              PETSC_ERR_USER_INPUT, "%s", msg);
   sim->catalyst_on = PETSC_TRUE;
   if (sim->nspecies > 1) PetscCall(PetscPrintf(sim->comm, "Catalyst: channel particles holds the %s, particles_%s the %s\n", sim->species[0]->name, sim->species[1]->name, sim->species[1]->name));
   PetscCall(PetscInfo(NULL, "Catalyst: %" PetscInt_FMT " script(s), every %" PetscInt_FMT " steps, output in %s\n", n, sim->catalyst_interval, dir));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Append object k's pieces (traced where it is now) to (*pts, *obj, *n). */
+static PetscErrorCode AppendObject(MPMSim sim, PetscInt k, double **pts, int32_t **obj, PetscInt *n)
+{
+  const PetscInt d = sim->dim;
+  double        *p;
+  PetscInt       m;
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMObjectTrace(sim, &sim->colliders->obj[k], &m, &p));
+  PetscCall(PetscRealloc(sizeof(double) * (size_t)(*n + m) * d * 3 + 1, pts));
+  PetscCall(PetscRealloc(sizeof(int32_t) * (size_t)(*n + m) + 1, obj));
+  if (m) PetscCall(PetscArraycpy(*pts + *n * d * 3, p, m * d * 3));
+  for (PetscInt q = 0; q < m; q++) (*obj)[*n + q] = (int32_t)(k - sim->colliders->nwalls);
+  *n += m;
+  PetscCall(PetscFree(p));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Rank 0's pieces of every object (the others hand none): the still ones
+ * traced at the first call and kept, the moving ones traced now. */
+static PetscErrorCode ObjectPieces(MPMSim sim, MPMCatalyst *c, PetscInt *n, double **pts, int32_t **obj)
+{
+  const MPMColliders cl = sim->colliders;
+
+  PetscFunctionBeginUser;
+  *n   = 0;
+  *pts = NULL;
+  *obj = NULL;
+  if (sim->rank != 0) PetscFunctionReturn(PETSC_SUCCESS);
+  if (!c->traced)
+    for (PetscInt k = cl->nwalls; k < cl->nobj; k++)
+      if (!MPMObjectMoving(&cl->obj[k])) PetscCall(AppendObject(sim, k, &c->still, &c->still_obj, &c->nstill));
+  c->traced = PETSC_TRUE;
+  PetscCall(PetscMalloc1(c->nstill * sim->dim * 3 + 1, pts));
+  PetscCall(PetscMalloc1(c->nstill + 1, obj));
+  PetscCall(PetscArraycpy(*pts, c->still, c->nstill * sim->dim * 3));
+  PetscCall(PetscArraycpy(*obj, c->still_obj, c->nstill));
+  *n = c->nstill;
+  for (PetscInt k = cl->nwalls; k < cl->nobj; k++)
+    if (MPMObjectMoving(&cl->obj[k])) PetscCall(AppendObject(sim, k, pts, obj, n));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -164,7 +216,22 @@ static PetscErrorCode HandParticles(MPMSim sim, MPMCatalyst *c)
       f[s].hi[a] = a < sim->dim ? sim->layout.hi[a] : 0.0;
     }
   }
-  err = c->api.coprocess(c->adaptor, (int)sim->nspecies, f, msg, sizeof(msg));
+  MPMCatalystSurface surf = {.dim = (int)sim->dim, .nnames = 0};
+  double            *spts = NULL;
+  int32_t           *sobj = NULL;
+  const char        *names[MPM_MAX_NAMES];
+  if (c->objects) {
+    PetscInt ns;
+    PetscCall(ObjectPieces(sim, c, &ns, &spts, &sobj));
+    for (PetscInt k = sim->colliders->nwalls; k < sim->colliders->nobj && surf.nnames < MPM_MAX_NAMES; k++) names[surf.nnames++] = sim->colliders->obj[k].name;
+    surf.n      = ns;
+    surf.points = spts;
+    surf.object = sobj;
+    surf.names  = names;
+  }
+  err = c->api.coprocess(c->adaptor, (int)sim->nspecies, f, c->objects ? &surf : NULL, msg, sizeof(msg));
+  PetscCall(PetscFree(spts));
+  PetscCall(PetscFree(sobj));
   for (PetscInt s = 0; s < sim->nspecies; s++) {
     PetscCall(PetscFree(ca[s]));
     PetscCall(MPMOutputArraysRestore(n[s], &arr[s]));
@@ -268,6 +335,8 @@ PetscErrorCode MPMCatalystFinalize(MPMSim sim)
   if (!c) PetscFunctionReturn(PETSC_SUCCESS);
 #if defined(MPM_HAVE_CATALYST)
   if (c->api.finalize) c->api.finalize(&c->adaptor);
+  PetscCall(PetscFree(c->still));
+  PetscCall(PetscFree(c->still_obj));
 #endif
   PetscCall(ReportTimes(sim, c));
   PetscCall(PetscFree(sim->catalyst));

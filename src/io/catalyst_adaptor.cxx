@@ -14,6 +14,8 @@
 #include <vtkCPProcessor.h>
 #include <vtkCPPythonPipeline.h>
 #include <vtkCellArray.h>
+#include <vtkCellData.h>
+#include <vtkStringArray.h>
 #include <vtkDataArray.h>
 #include <vtkDoubleArray.h>
 #include <vtkFieldData.h>
@@ -146,6 +148,41 @@ static vtkSmartPointer<vtkPolyData> Particles(const MPMCatalystFrame *f)
   return pd.GetPointer();
 }
 
+/* The objects' surfaces: each piece its own points, line cells in 2D,
+ * triangles in 3D; cell data "object" (the index into the field data's
+ * "object_names"). */
+static vtkSmartPointer<vtkPolyData> Surfaces(const MPMCatalystSurface *s)
+{
+  vtkNew<vtkPolyData>    pd;
+  vtkNew<vtkPoints>      pts;
+  vtkNew<vtkDoubleArray> xyz;
+  vtkNew<vtkIntArray>    obj;
+  vtkNew<vtkStringArray> names;
+  const int64_t          np = s->n * s->dim;
+  xyz->SetNumberOfComponents(3);
+  xyz->SetNumberOfTuples(np);
+  if (np > 0) std::memcpy(xyz->GetVoidPointer(0), s->points, sizeof(double) * 3 * (size_t)np);
+  pts->SetData(xyz);
+  vtkNew<vtkIdTypeArray> offsets, conn;
+  offsets->SetNumberOfTuples(s->n + 1);
+  conn->SetNumberOfTuples(np);
+  for (int64_t q = 0; q <= s->n; q++) offsets->SetValue(q, q * s->dim);
+  for (int64_t q = 0; q < np; q++) conn->SetValue(q, q);
+  vtkNew<vtkCellArray> cells;
+  cells->SetData(offsets, conn);
+  obj->SetName("object");
+  obj->SetNumberOfTuples(s->n);
+  for (int64_t q = 0; q < s->n; q++) obj->SetValue(q, s->object[q]);
+  names->SetName("object_names");
+  for (int k = 0; k < s->nnames; k++) names->InsertNextValue(s->names[k]);
+  pd->SetPoints(pts);
+  if (s->dim == 2) pd->SetLines(cells);
+  else pd->SetPolys(cells);
+  pd->GetCellData()->AddArray(obj);
+  pd->GetFieldData()->AddArray(names);
+  return pd.GetPointer();
+}
+
 /* Run-wide facts the scripts use to frame the camera (the same on every
  * rank, unlike the local data bounds): dimension and domain box. */
 static vtkSmartPointer<vtkFieldData> UserData(const MPMCatalystFrame *f)
@@ -166,11 +203,12 @@ static vtkSmartPointer<vtkFieldData> UserData(const MPMCatalystFrame *f)
   return fd.GetPointer();
 }
 
-extern "C" int MPMCatalystAdaptorCoProcess(MPMCatalystAdaptor *a, int nframes, const MPMCatalystFrame *f, char *msg, size_t len)
+extern "C" int MPMCatalystAdaptorCoProcess(MPMCatalystAdaptor *a, int nframes, const MPMCatalystFrame *f, const MPMCatalystSurface *surf, char *msg, size_t len)
 {
   /* RequestDataDescription set the time data; CoProcess resets it afterwards */
   a->description->SetUserData(UserData(f));
   for (int c = 0; c < nframes; c++) a->description->GetInputDescriptionByName(f[c].channel)->SetGrid(Particles(&f[c]));
+  if (surf) a->description->GetInputDescriptionByName("objects")->SetGrid(Surfaces(surf));
   if (!a->processor->CoProcess(a->description)) {
     Message(msg, len, "Catalyst co-processing failed at step " + std::to_string(f->step) +
                           ": a -catalyst_script pipeline failed (ParaView prints Python tracebacks on rank 0 only)");

@@ -39,6 +39,19 @@ typedef struct {
   double                  lo[3], hi[3]; /* the domain box (lo[2] = hi[2] = 0 in 2D) */
 } MPMCatalystFrame;
 
+/* The collision objects' surfaces at one step, for the channel "objects":
+ * n pieces (segments in 2D, triangles in 3D) of dim points each, points
+ * (n x dim x 3), and per piece the index of its object in names (the
+ * deck's -objects; nnames of them).  Borrowed for the call. */
+typedef struct {
+  int                dim;
+  int64_t            n;
+  const double      *points;
+  const int32_t     *object;
+  int                nnames;
+  const char *const *names;
+} MPMCatalystSurface;
+
 /* Collective.  Sets MPM_CATALYST_OUTPUT_DIR=outdir for the scripts (before
  * Python starts, so os.environ sees it), declares the channels (one per
  * species: a script reads the ones it names in TrivialProducer), checks
@@ -50,8 +63,10 @@ int  MPMCatalystAdaptorInitialize(MPI_Comm comm, const char *outdir, int nchanne
 /* Collective.  1 if some pipeline runs at this step (then call CoProcess). */
 int  MPMCatalystAdaptorWants(MPMCatalystAdaptor *a, int64_t step, double time);
 /* Collective.  Hands the particles of every channel (nframes, in the order
- * of Initialize's channels) to the pipelines; 0 on success. */
-int  MPMCatalystAdaptorCoProcess(MPMCatalystAdaptor *a, int nframes, const MPMCatalystFrame *f, char *msg, size_t len);
+ * of Initialize's channels) and, if surf is not NULL, the objects' surfaces
+ * (channel "objects", declared at Initialize) to the pipelines; 0 on
+ * success. */
+int  MPMCatalystAdaptorCoProcess(MPMCatalystAdaptor *a, int nframes, const MPMCatalystFrame *f, const MPMCatalystSurface *surf, char *msg, size_t len);
 /* Collective.  Finalizes the pipelines (they may write last files). */
 void MPMCatalystAdaptorFinalize(MPMCatalystAdaptor **a);
 

@@ -15,7 +15,7 @@
 #include "io.h"
 #include <unistd.h>
 
-static PetscBool Moving(const MPMCollider *o)
+PetscBool MPMObjectMoving(const MPMCollider *o)
 {
   for (int a = 0; a < 3; a++)
     if (o->ps.vel[a] != 0 || o->ps.omega[a] != 0) return PETSC_TRUE;
@@ -38,14 +38,13 @@ static void TraceBox(const MPMSim sim, const MPMCollider *o, double *lo, double 
   }
 }
 
-static PetscErrorCode WriteObject(const MPMSim sim, hid_t file, const MPMCollider *o)
+/* Object o's surface where it is now: n pieces (segments in 2D, triangles
+ * in 3D) of dim points each, pts (n x dim x 3, m; the caller frees it). */
+PetscErrorCode MPMObjectTrace(const MPMSim sim, const MPMCollider *o, PetscInt *n, double **pts)
 {
   const PetscInt d = sim->dim;
-  double         lo[3], hi[3], *pts = NULL, h = 0.5 * sim->layout.h; /* half a cell: a sphere of a few cells stays round */
-  PetscInt       n, nodes = 1;
-  int           *conn;
-  hid_t          g, sp, ds;
-  hsize_t        dp[2], dc[2];
+  double         lo[3], hi[3], h = 0.5 * sim->layout.h; /* half a cell: a sphere of a few cells stays round */
+  PetscInt       nodes = 1;
 
   PetscFunctionBeginUser;
   TraceBox(sim, o, lo, hi);
@@ -57,8 +56,23 @@ static PetscErrorCode WriteObject(const MPMSim sim, hid_t file, const MPMCollide
   PetscBool inside = PETSC_TRUE; /* some of it in the domain */
   for (PetscInt a = 0; a < d; a++)
     if (hi[a] <= lo[a]) inside = PETSC_FALSE;
-  n = 0;
-  if (inside) PetscCall(MPMPlacedShapeSurface(&o->ps, d, lo, hi, h, &n, &pts));
+  *n   = 0;
+  *pts = NULL;
+  if (inside) PetscCall(MPMPlacedShapeSurface(&o->ps, d, lo, hi, h, n, pts));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode WriteObject(const MPMSim sim, hid_t file, const MPMCollider *o)
+{
+  const PetscInt d = sim->dim;
+  double        *pts;
+  PetscInt       n;
+  int           *conn;
+  hid_t          g, sp, ds;
+  hsize_t        dp[2], dc[2];
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMObjectTrace(sim, o, &n, &pts));
   dp[0] = (hsize_t)(n * d), dp[1] = 3;
   dc[0] = (hsize_t)n, dc[1] = (hsize_t)d;
   PetscCall(PetscMalloc1(n * d + 1, &conn));
@@ -91,7 +105,7 @@ static PetscErrorCode WriteObjects(const MPMSim sim, const char *path, PetscBool
   PetscCall(PetscSNPrintf(tmp, sizeof(tmp), "%s.tmp", path));
   H5CALL(file = H5Fcreate(tmp, H5F_ACC_TRUNC, H5P_DEFAULT, H5P_DEFAULT));
   for (PetscInt o = c->nwalls; o < c->nobj; o++)
-    if (Moving(&c->obj[o]) == moving) PetscCall(WriteObject(sim, file, &c->obj[o]));
+    if (MPMObjectMoving(&c->obj[o]) == moving) PetscCall(WriteObject(sim, file, &c->obj[o]));
   H5CALL(H5Fclose(file));
   PetscCheck(rename(tmp, path) == 0, PETSC_COMM_SELF, PETSC_ERR_FILE_WRITE, "Cannot rename %s", tmp);
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -144,7 +158,7 @@ static PetscErrorCode WriteXdmf(const MPMSim sim)
     for (PetscInt o = c->nwalls; o < c->nobj; o++) {
       char      rel[64];
       long long n;
-      if (Moving(&c->obj[o])) PetscCall(PetscSNPrintf(rel, sizeof(rel), "frames/objects_%05d.h5", (int)r->frame));
+      if (MPMObjectMoving(&c->obj[o])) PetscCall(PetscSNPrintf(rel, sizeof(rel), "frames/objects_%05d.h5", (int)r->frame));
       else PetscCall(PetscSNPrintf(rel, sizeof(rel), "objects.h5"));
       PetscCall(Pieces(sim, rel, c->obj[o].name, &n));
       if (n == 0) continue; /* ParaView refuses empty grids */
@@ -180,7 +194,7 @@ PetscErrorCode MPMOutputObjects(MPMSim sim)
   PetscFunctionBeginUser;
   if (c->nobj == c->nwalls) PetscFunctionReturn(PETSC_SUCCESS);
   for (PetscInt o = c->nwalls; o < c->nobj; o++) {
-    if (Moving(&c->obj[o])) moving = PETSC_TRUE;
+    if (MPMObjectMoving(&c->obj[o])) moving = PETSC_TRUE;
     else still = PETSC_TRUE;
   }
   if (still && !sim->objects_written) {
