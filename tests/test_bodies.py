@@ -37,6 +37,9 @@ a disk of radius 4 cm (5.03 kg/m) on a 5 cm sand bed, driven by a torque of
    at 2/3 of its speed with omega = -v/r (1e-9: the rolling speed of a disk
    with I = M r^2 / 2 whatever the friction), and the floor takes its weight
    (with the far sand patch's, 1e-3); 2 ranks give the wheel's bits of 1.
+   The same disk dropped onto a table (a static box object of -objects)
+   lands on it (centre at the table's top + r, 1e-12 m), rolls at 2/3 v0
+   (1e-9) and the table carries its weight (1e-6).
    A box tilted 20 deg dropped on a frictionless floor lands on a corner,
    turns and comes to rest flat (centre at its half height, 1e-9 m) with
    its centre's x unchanged (1e-12 m) and its energy never growing.
@@ -207,5 +210,16 @@ c.close("tilted box: centre x unchanged [m]", np.abs(h["wheel_x"] - 0.1).max(), 
 c.close("tilted box: spin at rest [rad/s]", h["wheel_wz"][-1], 0.0, atol=1e-9)
 c.true("tilted box: it turned on landing (a corner hit first)", np.abs(h["wheel_wz"]).max() > 1.0)
 c.close("tilted box: largest energy gain between rows [J/m]", max(0.0, np.diff(E).max()), 0.0, atol=1e-9)
+
+# 7b. the deck's objects stop a body as the faces do: the same drop onto a table (a static box, friction 0.577)
+o = T.outdir("bodies_table")
+T.run_deck(DECK, 1, o, *DROP, "-wheel_center", "0.1,0.15", "-wheel_velocity", "1,0", "-objects", "wheel,table", "-table_shape", "box", "-table_lo", "0,0.03",
+           "-table_hi", "0.45,0.05", "-table_mode", "separate", "-table_friction", "0.577")
+h = T.mpmio.history(o)
+c.close("disk dropped on a table object: centre height at rest - (table top + r) [m]", h["wheel_y"][-1] - (0.05 + R), 0.0, atol=1e-12)
+c.close("disk rolling on the table: v / (2/3 v0)", h["wheel_vx"][-1] / (2.0 / 3.0), 1.0, atol=1e-9)
+c.close("disk rolling on the table: -omega r / v", -h["wheel_wz"][-1] * R / h["wheel_vx"][-1], 1.0, atol=1e-9)
+c.close("disk at rest on the table: table load / (M g)", -h["table_fy"][-1] / (M * G), 1.0, rtol=1e-6)
+c.close("disk on the table: the floor under it carries the sand patch only / (patch g)", -h["bc_ylo_fy"][-1] / (0.1 * 0.02 * 1600 * G), 1.0, rtol=1e-3)
 
 c.done()

@@ -50,7 +50,9 @@ wall are unit-tested in test_kernels (section 15); here the whole solver:
    kg m^2/s; at rest the floor carries the weight of both within 1 %; 1,
    2 and 3 ranks give the same bits, grains and disk (the disk's impulse
    is summed in fixed point: integer sums do not depend on their order);
-   a restart at step 150 on 2 ranks continues bit for bit.
+   a restart at step 150 on 2 ranks continues bit for bit.  Dropped on a
+   shelf (a static box object) instead, the disk rests on it (centre at
+   the shelf's top + r, 1e-12 m) and the shelf carries its weight (1e-6).
 """
 import numpy as np
 import mpmtest as T
@@ -221,6 +223,13 @@ for ranks in (2, 3):
     same = all(np.array_equal(u, v) for u, v in zip(resb[1][0], resb[ranks][0]))
     same = same and all(resb[1][1][k][-1] == resb[ranks][1][k][-1] for k in ("disk_x", "disk_y", "disk_vx", "disk_vy", "disk_wz"))
     c.true("body on grains: %d ranks give the bits of 1 (grains and disk)" % ranks, same)
+# the deck's objects stop a body too: the disk dropped on a shelf (a static box) beside the bed
+outs = T.outdir("pbd_body_shelf")
+T.run_deck("verification/pbd_body.yaml", 1, outs, "-disk_center", "0.16,0.1", "-objects", "disk,shelf", "-shelf_shape", "box", "-shelf_lo", "0.12,0.06",
+           "-shelf_hi", "0.2,0.07", "-shelf_mode", "separate", "-shelf_friction", 0.5)
+hs = T.mpmio.history(outs)
+c.close("body on a shelf object: centre at rest - (shelf top + r) [m]", hs["disk_y"][-1] - 0.09, 0.0, atol=1e-12)
+c.close("body on a shelf object: shelf load / M g", -hs["shelf_fy"][-1] / (Mb * 9.81), 1.0, rtol=1e-6)
 oneb, twob = T.OUTPUT + "/pbd_body_2", T.outdir("pbd_body_restart")
 T.run_deck("verification/pbd_body.yaml", 2, twob, "-max_steps", 150, "-checkpoint_interval", 150)
 T.run_deck("verification/pbd_body.yaml", 2, twob, "-restart", "latest")

@@ -388,16 +388,25 @@ static double Compliance(const MPMCollider *o, PetscInt d, const double *r, cons
   return k;
 }
 
+/* The point's velocity at arm r relative to the surface it touches (vs:
+ * the surface's velocity there). */
+static void RelativeVelocity(const MPMCollider *o, PetscInt d, const double *r, const double *vs, double *v)
+{
+  PointVelocity(o, d, r, v);
+  for (PetscInt a = 0; a < d; a++) v[a] -= vs[a];
+}
+
 /* One sequential-impulse update of a contact point at arm r, gap from a
- * face of inward normal n and friction mu: the accumulated normal impulse
- * lam (>= 0) brings the point's normal velocity to -gap/dt (it lands on
- * the face, never pulls), then the accumulated tangential impulse lt
- * removes its sliding, within |lt| <= mu lam.  A point clear of the face
- * and never pushed is left alone. */
-static void ContactImpulse(MPMCollider *o, PetscInt d, const double *n, double mu, const double *r, double gap, double dt, double *lam, double *lt)
+ * surface of outward normal n moving with vs there, and friction mu: the
+ * accumulated normal impulse lam (>= 0) brings the point's normal
+ * velocity relative to the surface to -gap/dt (it lands on the surface,
+ * never pulls), then the accumulated tangential impulse lt removes its
+ * sliding on it, within |lt| <= mu lam.  A point clear of the surface and
+ * never pushed is left alone. */
+static void ContactImpulse(MPMCollider *o, PetscInt d, const double *n, const double *vs, double mu, const double *r, double gap, double dt, double *lam, double *lt)
 {
   double v[3], vn = 0, P[3] = {0, 0, 0}, vt[3], st = 0, e[3] = {0, 0, 0};
-  PointVelocity(o, d, r, v);
+  RelativeVelocity(o, d, r, vs, v);
   for (PetscInt a = 0; a < d; a++) vn += n[a] * v[a];
   if (gap + dt * vn >= 0 && *lam == 0) return;
   for (PetscInt a = 0; a < d; a++) e[a] = n[a];
@@ -405,7 +414,7 @@ static void ContactImpulse(MPMCollider *o, PetscInt d, const double *n, double m
   *lam += dl;
   for (PetscInt a = 0; a < d; a++) P[a] = dl * n[a];
   ApplyImpulse(o, d, r, P);
-  PointVelocity(o, d, r, v);
+  RelativeVelocity(o, d, r, vs, v);
   vn = 0;
   for (PetscInt a = 0; a < d; a++) vn += n[a] * v[a];
   for (PetscInt a = 0; a < d; a++) {
@@ -426,47 +435,55 @@ static void ContactImpulse(MPMCollider *o, PetscInt d, const double *n, double m
   ApplyImpulse(o, d, r, P);
 }
 
+/* Body o against object f (a domain face or an object that is not a
+ * dynamic body): its contact points (ContactPoints, for the surface's
+ * normal at the body's centre), each with its gap phi_f and the surface's
+ * normal and velocity there, by sequential impulses with accumulated
+ * clamping (20 passes; Coulomb friction with f's coefficient: sticky
+ * unbounded, slip none).  With book, f takes the opposite impulses. */
+static void BodyOnSurface(MPMColliders c, MPMCollider *o, PetscInt f, PetscBool book, double dt)
+{
+  const PetscInt     d = c->dim;
+  const MPMCollider *w = &c->obj[f];
+  const double       mu = w->mode == MPM_BC_SLIP ? 0.0 : (w->mode == MPM_BC_STICKY ? PETSC_MAX_REAL : w->friction);
+  double             p[8][3], r[8][3] = {{0}}, n[8][3] = {{0}}, vs[8][3] = {{0}}, gap[8], lam[8] = {0}, lt[8][3] = {{0}}, nc[3] = {0, 0, 0};
+  int                np;
+
+  if (w->mode == MPM_BC_NONE) return;
+  MPMPlacedShapeEval(&w->ps, d, o->ps.c, nc, NULL); /* the surface's normal where the body is */
+  np = ContactPoints(o, d, nc, p);
+  for (int q = 0; q < np; q++) {
+    gap[q] = MPMPlacedShapeEval(&w->ps, d, p[q], n[q], vs[q]);
+    for (PetscInt a = 0; a < d; a++) r[q][a] = p[q][a] - o->ps.c[a];
+  }
+  for (int pass = 0; pass < 20; pass++)
+    for (int q = 0; q < np; q++) ContactImpulse(o, d, n[q], vs[q], mu, r[q], gap[q], dt, &lam[q], lt[q]);
+  for (int q = 0; q < np; q++) /* the surface takes the opposite of what it gave */
+    if (book && (lam[q] != 0 || lt[q][0] != 0 || lt[q][1] != 0 || lt[q][2] != 0)) {
+      double J[3];
+      for (int a = 0; a < 3; a++) J[a] = -(lam[q] * n[q][a] + lt[q][a]);
+      MPMCollidersBookImpulse(c, f, p[q], J);
+    }
+}
+
 /* Every rank alike (the bodies are replicated; book: this rank books the
- * faces' reaction, rank 0 only, as a report is summed over ranks).  Each dynamic
- * body against the domain's faces, after the grains have acted
- * (MPMCollidersBodiesSettle) and before it moves: a point that would end
- * the step beyond a face gets the normal impulse that lands it on the face
- * and a Coulomb friction impulse with the face's coefficient (sticky:
- * unbounded, slip: none), by sequential impulses over the body's contact
- * points with accumulated clamping (20 passes).  The face books the
- * opposite impulse, so history.csv's bc_* forces carry the body's load. */
+ * surfaces' reaction, rank 0 only, as a report is summed over ranks).
+ * Each dynamic body, after the grains have acted (MPMCollidersBodiesSettle)
+ * and before it moves, against the domain's faces and then every object
+ * that is not a dynamic body (BodyOnSurface): a point that would end the
+ * step inside gets the normal impulse that lands it on the surface and a
+ * Coulomb friction impulse.  The surface books the opposite impulse, so
+ * history.csv's forces carry the body's load.  Bodies do not meet each
+ * other. */
 PetscErrorCode MPMCollidersBodiesWalls(MPMColliders c, PetscBool book, double dt)
 {
-  const PetscInt d = c->dim;
-
   PetscFunctionBeginUser;
   if (c->ndynamic == 0) PetscFunctionReturn(PETSC_SUCCESS);
   for (PetscInt k = c->nwalls; k < c->nobj; k++) {
     MPMCollider *o = &c->obj[k];
     if (!o->dynamic) continue;
-    for (PetscInt f = 0; f < c->nwalls; f++) {
-      const MPMCollider *w = &c->obj[f];
-      const double      *n = w->ps.shape.n, mu = w->mode == MPM_BC_SLIP ? 0.0 : (w->mode == MPM_BC_STICKY ? PETSC_MAX_REAL : w->friction);
-      double             p[8][3], r[8][3] = {{0}}, gap[8], lam[8] = {0}, lt[8][3] = {{0}};
-      int                np;
-      if (w->mode == MPM_BC_NONE) continue;
-      np = ContactPoints(o, d, n, p);
-      for (int q = 0; q < np; q++) {
-        gap[q] = 0;
-        for (PetscInt a = 0; a < d; a++) {
-          r[q][a] = p[q][a] - o->ps.c[a];
-          gap[q] += n[a] * (p[q][a] - w->ps.c[a]);
-        }
-      }
-      for (int pass = 0; pass < 20; pass++)
-        for (int q = 0; q < np; q++) ContactImpulse(o, d, n, mu, r[q], gap[q], dt, &lam[q], lt[q]);
-      for (int q = 0; q < np; q++) /* the face takes the opposite of what it gave */
-        if (book && (lam[q] != 0 || lt[q][0] != 0 || lt[q][1] != 0 || lt[q][2] != 0)) {
-          double J[3];
-          for (int a = 0; a < 3; a++) J[a] = -(lam[q] * (a < d ? n[a] : 0.0) + lt[q][a]);
-          MPMCollidersBookImpulse(c, f, p[q], J);
-        }
-    }
+    for (PetscInt f = 0; f < c->nobj; f++)
+      if (f != k && !c->obj[f].dynamic) BodyOnSurface(c, o, f, book, dt);
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }

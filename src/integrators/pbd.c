@@ -697,6 +697,7 @@ static PetscErrorCode BodiesFinish(MPMSim sim, double ds)
 {
   PetscFunctionBeginUser;
   if (sim->colliders->ndynamic == 0) PetscFunctionReturn(PETSC_SUCCESS);
+  MPMCollidersBodiesCommit(sim->colliders, 0.0); /* back where the substep began: the surfaces' gaps are measured from there */
   PetscCall(MPMCollidersBodiesWalls(sim->colliders, sim->rank == 0 ? PETSC_TRUE : PETSC_FALSE, ds));
   MPMCollidersBodiesCommit(sim->colliders, ds);
   PetscFunctionReturn(PETSC_SUCCESS);
