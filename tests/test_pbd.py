@@ -53,6 +53,9 @@ wall are unit-tested in test_kernels (section 15); here the whole solver:
    a restart at step 150 on 2 ranks continues bit for bit.  Dropped on a
    shelf (a static box object) instead, the disk rests on it (centre at
    the shelf's top + r, 1e-12 m) and the shelf carries its weight (1e-6).
+   Two bodies meet (a disk at 0.5 m/s, a puck of twice its mass at -0.5
+   m/s, no gravity, frictionless): momentum kept to 1e-12, both end at
+   the common velocity -1/6 m/s and touching (1e-12).
 """
 import numpy as np
 import mpmtest as T
@@ -230,6 +233,15 @@ T.run_deck("verification/pbd_body.yaml", 1, outs, "-disk_center", "0.16,0.1", "-
 hs = T.mpmio.history(outs)
 c.close("body on a shelf object: centre at rest - (shelf top + r) [m]", hs["disk_y"][-1] - 0.09, 0.0, atol=1e-12)
 c.close("body on a shelf object: shelf load / M g", -hs["shelf_fy"][-1] / (Mb * 9.81), 1.0, rtol=1e-6)
+# two bodies meet: a disk at 0.5 m/s and a puck of twice its mass at -0.5 m/s, no gravity, frictionless
+outp = T.outdir("pbd_body_pair")
+T.run_deck("verification/pbd_body.yaml", 1, outp, "-gravity", "0,0", "-t_end", 0.2, "-disk_center", "0.05,0.1", "-disk_velocity", "0.5,0", "-objects", "disk,puck",
+           "-puck_shape", "sphere", "-puck_center", "0.15,0.1", "-puck_radius", 0.02, "-puck_dynamic", "-puck_density", 2000, "-puck_velocity", "-0.5,0", "-puck_friction", 0)
+hp = T.mpmio.history(outp)
+P = Mb * hp["disk_vx"] + 2 * Mb * hp["puck_vx"]
+c.close("two bodies meet: momentum kept, max |P - P0| / |P0|", np.abs(P - P[0]).max() / abs(P[0]), 0.0, atol=1e-12)
+c.close("two bodies meet: both at the common velocity (M1 v1 + M2 v2) / (M1 + M2) = -1/6 m/s", max(abs(hp["disk_vx"][-1] + 1 / 6), abs(hp["puck_vx"][-1] + 1 / 6)), 0.0, atol=1e-12)
+c.close("two bodies meet: they end touching, centre distance - 2 r [m]", hp["puck_x"][-1] - hp["disk_x"][-1] - 0.04, 0.0, atol=1e-12)
 oneb, twob = T.OUTPUT + "/pbd_body_2", T.outdir("pbd_body_restart")
 T.run_deck("verification/pbd_body.yaml", 2, twob, "-max_steps", 150, "-checkpoint_interval", 150)
 T.run_deck("verification/pbd_body.yaml", 2, twob, "-restart", "latest")

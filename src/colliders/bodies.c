@@ -388,12 +388,35 @@ static double Compliance(const MPMCollider *o, PetscInt d, const double *r, cons
   return k;
 }
 
-/* The point's velocity at arm r relative to the surface it touches (vs:
- * the surface's velocity there). */
-static void RelativeVelocity(const MPMCollider *o, PetscInt d, const double *r, const double *vs, double *v)
+/* The other side of a contact: a surface that moves with vs at the
+ * point, or another body b touched at arm rb (then vs is not used). */
+typedef struct {
+  const double *vs;
+  MPMCollider  *b;
+  const double *rb;
+} ContactPartner;
+
+/* The point's velocity at arm r relative to its partner there. */
+static void RelativeVelocity(const MPMCollider *o, PetscInt d, const double *r, const ContactPartner *w, double *v)
 {
+  double vb[3];
   PointVelocity(o, d, r, v);
-  for (PetscInt a = 0; a < d; a++) v[a] -= vs[a];
+  if (w->b) PointVelocity(w->b, d, w->rb, vb);
+  for (PetscInt a = 0; a < d; a++) v[a] -= w->b ? vb[a] : w->vs[a];
+}
+
+/* Impulse P on body o at arm r, and -P on the partner body if any. */
+static void ApplyPair(MPMCollider *o, PetscInt d, const double *r, const ContactPartner *w, const double *P)
+{
+  double mP[3] = {-P[0], -P[1], -P[2]};
+  ApplyImpulse(o, d, r, P);
+  if (w->b) ApplyImpulse(w->b, d, w->rb, mP);
+}
+
+/* The pair's compliance along e: the body's, plus the partner body's. */
+static double PairCompliance(const MPMCollider *o, PetscInt d, const double *r, const ContactPartner *w, const double *e)
+{
+  return Compliance(o, d, r, e) + (w->b ? Compliance(w->b, d, w->rb, e) : 0.0);
 }
 
 /* One sequential-impulse update of a contact point at arm r, gap from a
@@ -403,18 +426,18 @@ static void RelativeVelocity(const MPMCollider *o, PetscInt d, const double *r, 
  * never pulls), then the accumulated tangential impulse lt removes its
  * sliding on it, within |lt| <= mu lam.  A point clear of the surface and
  * never pushed is left alone. */
-static void ContactImpulse(MPMCollider *o, PetscInt d, const double *n, const double *vs, double mu, const double *r, double gap, double dt, double *lam, double *lt)
+static void ContactImpulse(MPMCollider *o, PetscInt d, const double *n, const ContactPartner *w, double mu, const double *r, double gap, double dt, double *lam, double *lt)
 {
   double v[3], vn = 0, P[3] = {0, 0, 0}, vt[3], st = 0, e[3] = {0, 0, 0};
-  RelativeVelocity(o, d, r, vs, v);
+  RelativeVelocity(o, d, r, w, v);
   for (PetscInt a = 0; a < d; a++) vn += n[a] * v[a];
   if (gap + dt * vn >= 0 && *lam == 0) return;
   for (PetscInt a = 0; a < d; a++) e[a] = n[a];
-  const double dl = PetscMax(*lam + (-gap / dt - vn) / Compliance(o, d, r, e), 0.0) - *lam;
+  const double dl = PetscMax(*lam + (-gap / dt - vn) / PairCompliance(o, d, r, w, e), 0.0) - *lam;
   *lam += dl;
   for (PetscInt a = 0; a < d; a++) P[a] = dl * n[a];
-  ApplyImpulse(o, d, r, P);
-  RelativeVelocity(o, d, r, vs, v);
+  ApplyPair(o, d, r, w, P);
+  RelativeVelocity(o, d, r, w, v);
   vn = 0;
   for (PetscInt a = 0; a < d; a++) vn += n[a] * v[a];
   for (PetscInt a = 0; a < d; a++) {
@@ -425,41 +448,46 @@ static void ContactImpulse(MPMCollider *o, PetscInt d, const double *n, const do
   if (st == 0) return;
   double old[3], nl = 0;
   for (PetscInt a = 0; a < d; a++) e[a] = vt[a] / st;
-  const double kt = Compliance(o, d, r, e), lim = mu * *lam;
+  const double kt = PairCompliance(o, d, r, w, e), lim = mu * *lam;
   for (PetscInt a = 0; a < d; a++) old[a] = lt[a], lt[a] -= st / kt * e[a];
   for (PetscInt a = 0; a < d; a++) nl += lt[a] * lt[a];
   nl = sqrt(nl);
   if (nl > lim)
     for (PetscInt a = 0; a < d; a++) lt[a] *= lim / nl;
   for (PetscInt a = 0; a < d; a++) P[a] = lt[a] - old[a];
-  ApplyImpulse(o, d, r, P);
+  ApplyPair(o, d, r, w, P);
 }
 
-/* Body o against object f (a domain face or an object that is not a
- * dynamic body): its contact points (ContactPoints, for the surface's
+/* Body o against object f (a domain face, an object, or another dynamic
+ * body, which then takes the opposite impulses): its contact points (ContactPoints, for the surface's
  * normal at the body's centre), each with its gap phi_f and the surface's
  * normal and velocity there, by sequential impulses with accumulated
  * clamping (20 passes; Coulomb friction with f's coefficient: sticky
  * unbounded, slip none).  With book, f takes the opposite impulses. */
 static void BodyOnSurface(MPMColliders c, MPMCollider *o, PetscInt f, PetscBool book, double dt)
 {
-  const PetscInt     d = c->dim;
-  const MPMCollider *w = &c->obj[f];
+  const PetscInt d = c->dim;
+  MPMCollider   *w = &c->obj[f];
   const double       mu = w->mode == MPM_BC_SLIP ? 0.0 : (w->mode == MPM_BC_STICKY ? PETSC_MAX_REAL : w->friction);
-  double             p[8][3], r[8][3] = {{0}}, n[8][3] = {{0}}, vs[8][3] = {{0}}, gap[8], lam[8] = {0}, lt[8][3] = {{0}}, nc[3] = {0, 0, 0};
-  int                np;
+  double         p[8][3], r[8][3] = {{0}}, rb[8][3] = {{0}}, n[8][3] = {{0}}, vs[8][3] = {{0}}, gap[8], lam[8] = {0}, lt[8][3] = {{0}}, nc[3] = {0, 0, 0};
+  int            np;
+  ContactPartner cp[8];
 
   if (w->mode == MPM_BC_NONE) return;
   MPMPlacedShapeEval(&w->ps, d, o->ps.c, nc, NULL); /* the surface's normal where the body is */
   np = ContactPoints(o, d, nc, p);
   for (int q = 0; q < np; q++) {
     gap[q] = MPMPlacedShapeEval(&w->ps, d, p[q], n[q], vs[q]);
-    for (PetscInt a = 0; a < d; a++) r[q][a] = p[q][a] - o->ps.c[a];
+    for (PetscInt a = 0; a < d; a++) {
+      r[q][a]  = p[q][a] - o->ps.c[a];
+      rb[q][a] = p[q][a] - w->ps.c[a];
+    }
+    cp[q] = (ContactPartner){.vs = vs[q], .b = w->dynamic ? w : NULL, .rb = rb[q]};
   }
   for (int pass = 0; pass < 20; pass++)
-    for (int q = 0; q < np; q++) ContactImpulse(o, d, n[q], vs[q], mu, r[q], gap[q], dt, &lam[q], lt[q]);
-  for (int q = 0; q < np; q++) /* the surface takes the opposite of what it gave */
-    if (book && (lam[q] != 0 || lt[q][0] != 0 || lt[q][1] != 0 || lt[q][2] != 0)) {
+    for (int q = 0; q < np; q++) ContactImpulse(o, d, n[q], &cp[q], mu, r[q], gap[q], dt, &lam[q], lt[q]);
+  for (int q = 0; q < np; q++) /* the surface takes the opposite of what it gave (a body took it already) */
+    if (book && !w->dynamic && (lam[q] != 0 || lt[q][0] != 0 || lt[q][1] != 0 || lt[q][2] != 0)) {
       double J[3];
       for (int a = 0; a < 3; a++) J[a] = -(lam[q] * n[q][a] + lt[q][a]);
       MPMCollidersBookImpulse(c, f, p[q], J);
@@ -473,8 +501,10 @@ static void BodyOnSurface(MPMColliders c, MPMCollider *o, PetscInt f, PetscBool 
  * that is not a dynamic body (BodyOnSurface): a point that would end the
  * step inside gets the normal impulse that lands it on the surface and a
  * Coulomb friction impulse.  The surface books the opposite impulse, so
- * history.csv's forces carry the body's load.  Bodies do not meet each
- * other. */
+ * history.csv's forces carry the body's load.  Then each pair of bodies,
+ * the points of each against the other's surface, the impulses equal and
+ * opposite (momentum kept; not booked: no object outside the pair takes
+ * them). */
 PetscErrorCode MPMCollidersBodiesWalls(MPMColliders c, PetscBool book, double dt)
 {
   PetscFunctionBeginUser;
@@ -485,5 +515,11 @@ PetscErrorCode MPMCollidersBodiesWalls(MPMColliders c, PetscBool book, double dt
     for (PetscInt f = 0; f < c->nobj; f++)
       if (f != k && !c->obj[f].dynamic) BodyOnSurface(c, o, f, book, dt);
   }
+  for (PetscInt k = c->nwalls; k < c->nobj; k++)
+    for (PetscInt f = k + 1; f < c->nobj && c->obj[k].dynamic; f++)
+      if (c->obj[f].dynamic) {
+        BodyOnSurface(c, &c->obj[k], f, PETSC_FALSE, dt);
+        BodyOnSurface(c, &c->obj[f], k, PETSC_FALSE, dt);
+      }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
