@@ -17,9 +17,9 @@
  *   3. MPMCollidersBodiesSettle: after the final collision, the body's
  *      velocity is its free velocity plus the impulse the grains really
  *      took, so momentum is exchanged exactly;
- *   4. MPMCollidersBodiesWalls: the domain's faces stop it (contact and
- *      Coulomb friction by sequential impulses; not yet other objects or
- *      bodies);
+ *   4. MPMCollidersBodiesWalls: the domain's faces, the other objects and
+ *      the other bodies stop it (contact and Coulomb friction by sequential
+ *      impulses);
  *   5. MPMCollidersAdvance: the frame moves with those velocities. */
 #include "colliders.h"
 
@@ -223,19 +223,28 @@ void MPMCollidersBodiesBookGrain(MPMColliders c, PetscInt k, const double *x, do
   J[4] = r[2] * J[0] - r[0] * J[2];
   J[5] = r[0] * J[1] - r[1] * J[0];
   BodyQuanta(o, c->dim, &ql, &qa);
-  for (int a = 0; a < 6; a++) acc[6 * k + a] += llround(J[a] / (a < 3 ? ql : qa));
+  for (int a = 0; a < 6; a++) {
+    const double u = J[a] / (a < 3 ? ql : qa);
+    if (fabs(u) < 0x1p60) acc[6 * k + a] += llround(u);
+    else acc[6 * c->nobj] += 1; /* out of range: counted, refused after the sum (MPMCollidersBodiesSettleExact) */
+  }
 }
 
 /* Collective.  The bodies' velocities: free velocities plus the impulses
- * booked in acc (this rank's; sum: their sum over ranks, scratch). */
+ * booked in acc (this rank's, 6 per object and a count of shares out of
+ * range; sum: their sum over ranks, scratch).  A share out of range is an
+ * error on every rank alike. */
 PetscErrorCode MPMCollidersBodiesSettleExact(MPMColliders c, MPI_Comm comm, const int64_t *acc, int64_t *sum)
 {
   double *J = c->mark;
 
   PetscFunctionBeginUser;
   if (c->ndynamic == 0) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(PetscArraycpy(sum, acc, 6 * c->nobj));
-  PetscCall(MPMGlobalSumInt64(comm, sum, 6 * c->nobj));
+  PetscCall(PetscArraycpy(sum, acc, 6 * c->nobj + 1));
+  PetscCall(MPMGlobalSumInt64(comm, sum, 6 * c->nobj + 1));
+  PetscCheck(sum[6 * c->nobj] == 0, comm, PETSC_ERR_USER_INPUT,
+             "A grain's impulse on a dynamic body changed its velocity by more than 6e4 m/s in one substep (%lld times): the body is far too light for its grains; give it a larger -<object>_density",
+             (long long)sum[6 * c->nobj]);
   for (PetscInt k = 0; k < c->nobj; k++) {
     double ql = 0, qa = 0;
     if (c->obj[k].dynamic) BodyQuanta(&c->obj[k], c->dim, &ql, &qa);
@@ -263,7 +272,7 @@ double MPMCollidersBodiesSpeed(MPMColliders c)
  * free velocities take it by the substep's end (MPMCollidersBodiesAhead,
  * after MPMCollidersBodiesPredict), as the grains are solved from their
  * predicted positions; once the grains' impulses have given it its
- * velocities (MPMCollidersBodiesSettle, MPMCollidersBodiesWalls), the
+ * velocities (MPMCollidersBodiesSettleExact, MPMCollidersBodiesWalls), the
  * body goes back to where the substep began and on with them
  * (MPMCollidersBodiesCommit): symplectic Euler, as the grains'. */
 void MPMCollidersBodiesAhead(MPMColliders c, double dt)
@@ -458,68 +467,84 @@ static void ContactImpulse(MPMCollider *o, PetscInt d, const double *n, const Co
   ApplyPair(o, d, r, w, P);
 }
 
-/* Body o against object f (a domain face, an object, or another dynamic
- * body, which then takes the opposite impulses): its contact points (ContactPoints, for the surface's
- * normal at the body's centre), each with its gap phi_f and the surface's
- * normal and velocity there, by sequential impulses with accumulated
- * clamping (20 passes; Coulomb friction with f's coefficient: sticky
- * unbounded, slip none).  With book, f takes the opposite impulses. */
-static void BodyOnSurface(MPMColliders c, MPMCollider *o, PetscInt f, PetscBool book, double dt)
+/* One contact point of a body: on a surface (f: the object, which books
+ * the reaction) or on another body (f < 0; the partner takes the opposite
+ * impulses). */
+typedef struct {
+  MPMCollider   *o;
+  PetscInt       f;
+  ContactPartner w;
+  double         p[3], r[3], rb[3], n[3], vs[3], gap, mu, lam, lt[3];
+} BodyContact;
+
+/* Friction of a contact with object w (sticky: unbounded, slip: none). */
+static double SurfaceFriction(const MPMCollider *w) { return w->mode == MPM_BC_SLIP ? 0.0 : (w->mode == MPM_BC_STICKY ? PETSC_MAX_REAL : w->friction); }
+
+/* Append body o's contact points on object f (a domain face, an object, or
+ * another dynamic body) to bc: its candidate points (ContactPoints, for
+ * f's normal at the body's centre), each with its gap phi_f and f's normal
+ * and velocity there. */
+static void BodyContacts(MPMColliders c, MPMCollider *o, PetscInt f, BodyContact *bc, PetscInt *n)
 {
   const PetscInt d = c->dim;
   MPMCollider   *w = &c->obj[f];
-  const double       mu = w->mode == MPM_BC_SLIP ? 0.0 : (w->mode == MPM_BC_STICKY ? PETSC_MAX_REAL : w->friction);
-  double         p[8][3], r[8][3] = {{0}}, rb[8][3] = {{0}}, n[8][3] = {{0}}, vs[8][3] = {{0}}, gap[8], lam[8] = {0}, lt[8][3] = {{0}}, nc[3] = {0, 0, 0};
+  double         p[8][3], nc[3] = {0, 0, 0};
   int            np;
-  ContactPartner cp[8];
 
   if (w->mode == MPM_BC_NONE) return;
   MPMPlacedShapeEval(&w->ps, d, o->ps.c, nc, NULL); /* the surface's normal where the body is */
   np = ContactPoints(o, d, nc, p);
   for (int q = 0; q < np; q++) {
-    gap[q] = MPMPlacedShapeEval(&w->ps, d, p[q], n[q], vs[q]);
+    BodyContact *b = &bc[(*n)++];
+    PetscMemzero(b, sizeof(*b));
+    b->o = o;
+    b->f = w->dynamic ? -1 : f;
+    /* between two bodies the smaller coefficient, whichever is solved first */
+    b->mu = w->dynamic ? PetscMin(SurfaceFriction(w), SurfaceFriction(o)) : SurfaceFriction(w);
+    for (int a = 0; a < 3; a++) b->p[a] = p[q][a];
+    b->gap = MPMPlacedShapeEval(&w->ps, d, b->p, b->n, b->vs);
     for (PetscInt a = 0; a < d; a++) {
-      r[q][a]  = p[q][a] - o->ps.c[a];
-      rb[q][a] = p[q][a] - w->ps.c[a];
+      b->r[a]  = b->p[a] - o->ps.c[a];
+      b->rb[a] = b->p[a] - w->ps.c[a];
     }
-    cp[q] = (ContactPartner){.vs = vs[q], .b = w->dynamic ? w : NULL, .rb = rb[q]};
+    b->w = (ContactPartner){.vs = b->vs, .b = w->dynamic ? w : NULL, .rb = b->rb};
   }
-  for (int pass = 0; pass < 20; pass++)
-    for (int q = 0; q < np; q++) ContactImpulse(o, d, n[q], &cp[q], mu, r[q], gap[q], dt, &lam[q], lt[q]);
-  for (int q = 0; q < np; q++) /* the surface takes the opposite of what it gave (a body took it already) */
-    if (book && !w->dynamic && (lam[q] != 0 || lt[q][0] != 0 || lt[q][1] != 0 || lt[q][2] != 0)) {
-      double J[3];
-      for (int a = 0; a < 3; a++) J[a] = -(lam[q] * n[q][a] + lt[q][a]);
-      MPMCollidersBookImpulse(c, f, p[q], J);
-    }
 }
 
 /* Every rank alike (the bodies are replicated; book: this rank books the
  * surfaces' reaction, rank 0 only, as a report is summed over ranks).
- * Each dynamic body, after the grains have acted (MPMCollidersBodiesSettle)
- * and before it moves, against the domain's faces and then every object
- * that is not a dynamic body (BodyOnSurface): a point that would end the
- * step inside gets the normal impulse that lands it on the surface and a
- * Coulomb friction impulse.  The surface books the opposite impulse, so
- * history.csv's forces carry the body's load.  Then each pair of bodies,
- * the points of each against the other's surface, the impulses equal and
- * opposite (momentum kept; not booked: no object outside the pair takes
- * them). */
+ * After the grains have acted on the dynamic bodies
+ * (MPMCollidersBodiesSettle) and before they move, every contact point of
+ * every body on the domain's faces, on the objects that are not bodies and
+ * on the other bodies (BodyContacts) takes part in sequential impulses with
+ * accumulated clamping, 20 passes over all of them together (a body on
+ * another on the floor, a body in a V: a contact solved alone would be
+ * undone by the next): a point that would end the step inside gets the
+ * normal impulse that lands it on the surface and a Coulomb friction
+ * impulse.  A surface books the opposite impulse, so history.csv's forces
+ * carry the bodies' load; between two bodies the impulses are equal and
+ * opposite and not booked. */
 PetscErrorCode MPMCollidersBodiesWalls(MPMColliders c, PetscBool book, double dt)
 {
+  BodyContact *bc;
+  PetscInt     n = 0;
+
   PetscFunctionBeginUser;
   if (c->ndynamic == 0) PetscFunctionReturn(PETSC_SUCCESS);
+  PetscCall(PetscMalloc1(8 * c->ndynamic * c->nobj + 1, &bc));
   for (PetscInt k = c->nwalls; k < c->nobj; k++) {
-    MPMCollider *o = &c->obj[k];
-    if (!o->dynamic) continue;
-    for (PetscInt f = 0; f < c->nobj; f++)
-      if (f != k && !c->obj[f].dynamic) BodyOnSurface(c, o, f, book, dt);
+    if (!c->obj[k].dynamic) continue;
+    for (PetscInt f = 0; f < c->nobj; f++) /* a pair of bodies: the points of each on the other */
+      if (f != k) BodyContacts(c, &c->obj[k], f, bc, &n);
   }
-  for (PetscInt k = c->nwalls; k < c->nobj; k++)
-    for (PetscInt f = k + 1; f < c->nobj && c->obj[k].dynamic; f++)
-      if (c->obj[f].dynamic) {
-        BodyOnSurface(c, &c->obj[k], f, PETSC_FALSE, dt);
-        BodyOnSurface(c, &c->obj[f], k, PETSC_FALSE, dt);
-      }
+  for (int pass = 0; pass < 20; pass++)
+    for (PetscInt q = 0; q < n; q++) ContactImpulse(bc[q].o, c->dim, bc[q].n, &bc[q].w, bc[q].mu, bc[q].r, bc[q].gap, dt, &bc[q].lam, bc[q].lt);
+  for (PetscInt q = 0; q < n; q++) /* the surface takes the opposite of what it gave */
+    if (book && bc[q].f >= 0 && (bc[q].lam != 0 || bc[q].lt[0] != 0 || bc[q].lt[1] != 0 || bc[q].lt[2] != 0)) {
+      double J[3];
+      for (int a = 0; a < 3; a++) J[a] = -(bc[q].lam * bc[q].n[a] + bc[q].lt[a]);
+      MPMCollidersBookImpulse(c, bc[q].f, bc[q].p, J);
+    }
+  PetscCall(PetscFree(bc));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

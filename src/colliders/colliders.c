@@ -398,12 +398,12 @@ double MPMCollidersFreeFraction(MPMColliders c, PetscInt species, const double *
   return f;
 }
 
-/* One step of length dt was applied: dynamic bodies move with their
- * velocities of the step. */
 /* Time passes for the report, the bodies having been moved already (the
  * position-based integrator moves them substep by substep). */
 void MPMCollidersElapse(MPMColliders c, double dt) { c->elapsed += dt; }
 
+/* One step of length dt was applied: dynamic bodies move with their
+ * velocities of the step. */
 void MPMCollidersAdvance(MPMColliders c, double dt)
 {
   c->elapsed += dt;

@@ -661,11 +661,13 @@ static double Chebyshev(const PBD *pb, PetscInt it, double omega)
 }
 
 /* Dynamic bodies (-<object>_dynamic) move as the grains do: their free
- * velocities (gravity, torque) take them to where the substep ends, the
- * grains are solved against them there as against any object, and the
- * impulses the grains took (booked exactly, MPMCollidersBodiesBookGrain)
- * give the bodies their velocities, with which they move from where the
- * substep began (bodies.c). */
+ * velocities (gravity, torque) take them to where the substep ends (after
+ * the pre-stabilization, which works on where the grains and bodies
+ * began), the grains are solved against them there as against any object,
+ * and the impulses the grains took (summed in fixed point,
+ * MPMCollidersBodiesBookGrain, so in an order-independent way) give the
+ * bodies their velocities, with which they move from where the substep
+ * began (bodies.c). */
 static PetscErrorCode BodiesPredict(PBD *pb, MPMSim sim, double ds)
 {
   const double gs = MPMGravityScale(sim), g[3] = {gs * sim->gravity[0], gs * sim->gravity[1], gs * sim->gravity[2]};
@@ -673,8 +675,7 @@ static PetscErrorCode BodiesPredict(PBD *pb, MPMSim sim, double ds)
   PetscFunctionBeginUser;
   if (sim->colliders->ndynamic == 0) PetscFunctionReturn(PETSC_SUCCESS);
   MPMCollidersBodiesPredict(sim->colliders, g, ds);
-  MPMCollidersBodiesAhead(sim->colliders, ds);
-  PetscCall(PetscArrayzero(pb->bodyJ, 6 * sim->colliders->nobj));
+  PetscCall(PetscArrayzero(pb->bodyJ, 6 * sim->colliders->nobj + 1));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -692,13 +693,20 @@ static PetscErrorCode BodiesSweep(PBD *pb, MPMSim sim, double ds)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* After the solve: the domain's faces stop the bodies, which then move. */
-static PetscErrorCode BodiesFinish(MPMSim sim, double ds)
+/* After the solve the domain's faces, the other objects and the other
+ * bodies stop the bodies, which then move.  Everything is where the
+ * substep of length ds began at t0 (the bodies, and the objects with a
+ * prescribed motion, which the grains saw where it ends): the surfaces'
+ * gaps are measured from there, and the contacts ask for the velocities
+ * relative to the surfaces'. */
+static PetscErrorCode BodiesFinish(MPMSim sim, double t0, double ds)
 {
   PetscFunctionBeginUser;
   if (sim->colliders->ndynamic == 0) PetscFunctionReturn(PETSC_SUCCESS);
-  MPMCollidersBodiesCommit(sim->colliders, 0.0); /* back where the substep began: the surfaces' gaps are measured from there */
+  MPMCollidersBodiesCommit(sim->colliders, 0.0);
+  MPMCollidersAtTime(sim->colliders, t0);
   PetscCall(MPMCollidersBodiesWalls(sim->colliders, sim->rank == 0 ? PETSC_TRUE : PETSC_FALSE, ds));
+  MPMCollidersAtTime(sim->colliders, t0 + ds);
   MPMCollidersBodiesCommit(sim->colliders, ds);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -716,6 +724,7 @@ static PetscErrorCode Substep(PBD *pb, MPMSim sim, double ds, PBDSweepStats *ss)
   PetscCall(PetscLogEventEnd(MPM_EVENT_NEIGHBOURS, 0, 0, 0, 0));
   PetscCall(PetscLogEventBegin(MPM_EVENT_CONTACTS, 0, 0, 0, 0));
   PetscCall(Stabilize(pb, sim, ss));
+  if (sim->colliders->ndynamic) MPMCollidersBodiesAhead(sim->colliders, ds); /* the bodies where their free velocities take them, for the solve */
   PetscCall(ResetAccumulated(pb, p->n));
   double omega = 1;
   if (pb->rho > 0) PetscCall(PetscArrayzero(pb->eprev, 6 * sim->colliders->nobj));
@@ -762,7 +771,7 @@ static PetscErrorCode PBDStep(MPMIntegrator integ, MPMSim sim, double dt, double
     MPMCollidersAtTime(sim->colliders, sim->t + (s + 1) * ds); /* where the objects are when the substep ends, as the predicted grains */
     PetscCall(BodiesPredict(pb, sim, ds));
     PetscCall(Substep(pb, sim, ds, &ss));
-    PetscCall(BodiesFinish(sim, ds));
+    PetscCall(BodiesFinish(sim, sim->t + s * ds, ds));
   }
   MPMCollidersElapse(sim->colliders, dt);
   *vmax = MPMCollidersBodiesSpeed(sim->colliders);
