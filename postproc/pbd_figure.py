@@ -5,8 +5,13 @@ row of frames.
 
   /usr/bin/python3 postproc/pbd_figure.py OUTDIR --frames 0,10,20 [--png FILE]
       [--vmax SPEED] [--circle X,Y,R] [--title TEXT]
+  /usr/bin/python3 postproc/pbd_figure.py OUTDIR --compare DIR2[,DIR3...] [--png FILE]
 
 --circle draws a circular wall (the drum's); the domain's box is drawn.
+--compare draws the last frame of OUTDIR and of each DIR (the same deck
+run on other rank counts), each titled with its rank count and the largest
+difference of its grains' positions and velocities from OUTDIR's, grain by
+grain (matched by id): the rank-invariance figure.
 """
 import argparse
 import os
@@ -26,6 +31,7 @@ def main():
     ap.add_argument("--vmax", type=float, default=0.5)
     ap.add_argument("--circle")
     ap.add_argument("--title", default="")
+    ap.add_argument("--compare", help="other runs of the same deck (comma-separated directories): the rank-invariance figure")
     args = ap.parse_args()
     import matplotlib
     matplotlib.use("Agg")
@@ -33,6 +39,17 @@ def main():
     from matplotlib.collections import EllipseCollection
     files = mpmio.frame_files(args.outdir)
     picks = [files[int(k)] for k in args.frames.split(",")]
+    titles = None
+    if args.compare:  # the last frame of each run, and its difference from the first run's
+        picks = [mpmio.frame_files(d)[-1] for d in [args.outdir] + args.compare.split(",")]
+        ref = mpmio.sorted_by_id(mpmio.read_frame(picks[0], ["id", "position", "velocity"]))
+        titles = []
+        for path in picks:
+            f = mpmio.sorted_by_id(mpmio.read_frame(path, ["id", "position", "velocity"]))
+            same = len(f["id"]) == len(ref["id"]) and np.array_equal(f["id"], ref["id"])
+            dx = np.abs(f["position"] - ref["position"]).max() if same else np.nan
+            dv = np.abs(f["velocity"] - ref["velocity"]).max() if same else np.nan
+            titles.append("%d rank%s, t = %.3f s, %d grains: max |dx| = %.3g m, max |dv| = %.3g m/s" % (f["ranks"], "" if f["ranks"] == 1 else "s", f["t"], len(f["id"]), dx, dv))
     opts = mpmio.run_options(args.outdir)
     lo, hi = mpmio.vec(opts, "domain_lo"), mpmio.vec(opts, "domain_hi")
     w = (hi[0] - lo[0]) / (hi[1] - lo[1])
@@ -56,7 +73,7 @@ def main():
         ax.set_xlim(lo[0], hi[0])
         ax.set_ylim(lo[1], hi[1])
         ax.set_aspect("equal")
-        ax.set_title("t = %.2f s" % f["t"], fontsize=8)
+        ax.set_title(titles[picks.index(path)] if titles else "t = %.2f s" % f["t"], fontsize=8)
         ax.tick_params(labelsize=6)
     fig.colorbar(ec, ax=axes.ravel().tolist(), shrink=0.8, label="speed [m/s]")
     if args.title:

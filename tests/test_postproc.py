@@ -42,6 +42,8 @@ gp = json.load(open(os.path.join(grains, "pbd_pile.json"))) if p.returncode == 0
 c.true("pbd_pile.py fits a flank", p.returncode == 0 and gp.get("fit_points", 0) >= 3 and 0 < gp["slope_angle"] < 90 and gp["static_friction"] == 0.6, p.stdout.strip()[:200] + p.stderr[-300:])
 p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", "pbd_figure.py"), grains, "--frames", "0,-1"], capture_output=True, text=True)
 c.true("pbd_figure.py draws the grains", p.returncode == 0 and os.path.getsize(os.path.join(grains, "grains.png")) > 10000, p.stderr[-300:])
+p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", "pbd_figure.py"), grains, "--compare", grains, "--png", os.path.join(grains, "ranks.png")], capture_output=True, text=True)
+c.true("pbd_figure.py --compare draws the rank-invariance figure", p.returncode == 0 and os.path.getsize(os.path.join(grains, "ranks.png")) > 10000, p.stderr[-300:])
 
 # the crater script on the crater deck's quick look, 3 steps: the ball is
 # just in, there is no crater yet, and how deep the ball goes by Uehara's law
