@@ -6,12 +6,16 @@ row of frames.
   /usr/bin/python3 postproc/pbd_figure.py OUTDIR --frames 0,10,20 [--png FILE]
       [--vmax SPEED] [--circle X,Y,R] [--title TEXT]
   /usr/bin/python3 postproc/pbd_figure.py OUTDIR --compare DIR2[,DIR3...] [--png FILE]
+  /usr/bin/python3 postproc/pbd_figure.py OUTDIR --discharge X,Y [--png FILE]
 
 --circle draws a circular wall (the drum's); the domain's box is drawn.
 --compare draws the last frame of OUTDIR and of each DIR (the same deck
 run on other rank counts), each titled with its rank count and the largest
 difference of its grains' positions and velocities from OUTDIR's, grain by
 grain (matched by id): the rank-invariance figure.
+--discharge plots, frame by frame, the mass that has drained below y = Y
+on each side of x = X (an hourglass's left and right halves) and their
+difference over the total drained: the symmetric-discharge figure.
 """
 import argparse
 import os
@@ -23,6 +27,36 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import mpmio  # noqa: E402
 
 
+def discharge(args, files, plt):
+    """Left and right drained mass against time (--discharge X,Y)."""
+    X, Y = (float(v) for v in args.discharge.split(","))
+    t, left, right = [], [], []
+    for path in files:
+        f = mpmio.read_frame(path, ["position", "mass"])
+        below = f["position"][:, 1] < Y
+        t.append(f["t"])
+        left.append(f["mass"][below & (f["position"][:, 0] < X)].sum())
+        right.append(f["mass"][below & (f["position"][:, 0] >= X)].sum())
+    t, left, right = np.array(t), np.array(left), np.array(right)
+    fig, (a1, a2) = plt.subplots(1, 2, figsize=(9, 3.4))
+    a1.plot(t, left, "o-", label="left of x = %g m" % X)
+    a1.plot(t, right, "s--", label="right")
+    a1.set_xlabel("t [s]")
+    a1.set_ylabel("drained mass below y = %g m [kg/m]" % Y)
+    a1.legend(fontsize=8)
+    ok = left + right > 0
+    a2.plot(t[ok], (left[ok] - right[ok]) / (left[ok] + right[ok]) * 100, "o-")
+    a2.axhspan(-5, 5, color="0.9", label="+-5 %")
+    a2.set_xlabel("t [s]")
+    a2.set_ylabel("(left - right) / drained [%]")
+    a2.legend(fontsize=8)
+    if args.title:
+        fig.suptitle(args.title, fontsize=9)
+    fig.tight_layout()
+    fig.savefig(args.png or os.path.join(args.outdir, "discharge.png"), dpi=120)
+    print("pbd_figure: drained %.4g kg/m at t = %.3g s, (left - right) / drained = %+.2f %%" % (left[-1] + right[-1], t[-1], 100 * (left[-1] - right[-1]) / max(left[-1] + right[-1], 1e-300)))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("outdir")
@@ -31,6 +65,7 @@ def main():
     ap.add_argument("--vmax", type=float, default=0.5)
     ap.add_argument("--circle")
     ap.add_argument("--title", default="")
+    ap.add_argument("--discharge", help="X,Y: the mass drained below y = Y left and right of x = X, frame by frame")
     ap.add_argument("--compare", help="other runs of the same deck (comma-separated directories): the rank-invariance figure")
     args = ap.parse_args()
     import matplotlib
@@ -38,6 +73,8 @@ def main():
     import matplotlib.pyplot as plt
     from matplotlib.collections import EllipseCollection
     files = mpmio.frame_files(args.outdir)
+    if args.discharge:
+        return discharge(args, files, plt)
     picks = [files[int(k)] for k in args.frames.split(",")]
     titles = None
     if args.compare:  # the last frame of each run, and its difference from the first run's

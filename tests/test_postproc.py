@@ -44,6 +44,8 @@ p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", "pbd_figure.py"), gra
 c.true("pbd_figure.py draws the grains", p.returncode == 0 and os.path.getsize(os.path.join(grains, "grains.png")) > 10000, p.stderr[-300:])
 p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", "pbd_figure.py"), grains, "--compare", grains, "--png", os.path.join(grains, "ranks.png")], capture_output=True, text=True)
 c.true("pbd_figure.py --compare draws the rank-invariance figure", p.returncode == 0 and os.path.getsize(os.path.join(grains, "ranks.png")) > 10000, p.stderr[-300:])
+p = subprocess.run([PY, os.path.join(T.SOURCE, "postproc", "pbd_figure.py"), grains, "--discharge", "0.05,0.1", "--png", os.path.join(grains, "discharge.png")], capture_output=True, text=True)
+c.true("pbd_figure.py --discharge draws the left and right drained mass", p.returncode == 0 and "(left - right) / drained" in p.stdout and os.path.getsize(os.path.join(grains, "discharge.png")) > 10000, p.stderr[-300:])
 
 # the crater script on the crater deck's quick look, 3 steps: the ball is
 # just in, there is no crater yet, and how deep the ball goes by Uehara's law
