@@ -477,9 +477,6 @@ typedef struct {
   double         p[3], r[3], rb[3], n[3], vs[3], gap, mu, lam, lt[3];
 } BodyContact;
 
-/* Friction of a contact with object w (sticky: unbounded, slip: none). */
-static double SurfaceFriction(const MPMCollider *w) { return w->mode == MPM_BC_SLIP ? 0.0 : (w->mode == MPM_BC_STICKY ? PETSC_MAX_REAL : w->friction); }
-
 /* Append body o's contact points on object f (a domain face, an object, or
  * another dynamic body) to bc: its candidate points (ContactPoints, for
  * f's normal at the body's centre), each with its gap phi_f and f's normal
@@ -500,7 +497,7 @@ static void BodyContacts(MPMColliders c, MPMCollider *o, PetscInt f, BodyContact
     b->o = o;
     b->f = w->dynamic ? -1 : f;
     /* between two bodies the smaller coefficient, whichever is solved first */
-    b->mu = w->dynamic ? PetscMin(SurfaceFriction(w), SurfaceFriction(o)) : SurfaceFriction(w);
+    b->mu = w->dynamic ? PetscMin(MPMColliderFriction(w), MPMColliderFriction(o)) : MPMColliderFriction(w);
     for (int a = 0; a < 3; a++) b->p[a] = p[q][a];
     b->gap = MPMPlacedShapeEval(&w->ps, d, b->p, b->n, b->vs);
     for (PetscInt a = 0; a < d; a++) {

@@ -306,7 +306,7 @@ PetscInt MPMCollidersGrainContacts(MPMColliders c, PetscInt species, const doubl
     g->phi = MPMPlacedShapeEval(&obj->ps, d, x, g->n, vb);
     if (g->phi >= reach) continue;
     g->o  = o;
-    g->mu = obj->mode == MPM_BC_SLIP ? 0.0 : (obj->mode == MPM_BC_STICKY ? PETSC_MAX_REAL : obj->friction);
+    g->mu = MPMColliderFriction(obj);
     for (PetscInt a = 0; a < d; a++) g->disp[a] = (x[a] - x0[a]) - vb[a] * dt;
     k++;
   }
@@ -410,6 +410,11 @@ void MPMCollidersAdvance(MPMColliders c, double dt)
   for (PetscInt o = c->nwalls; o < c->nobj; o++)
     if (c->obj[o].dynamic) MPMPlacedShapeAdvance(&c->obj[o].ps, c->dim, dt);
 }
+
+/* The Coulomb coefficient of a contact with object o as one number:
+ * slip none, sticky unbounded, separate its -<o>_friction (the grains'
+ * contacts and the bodies' alike). */
+double MPMColliderFriction(const MPMCollider *o) { return o->mode == MPM_BC_SLIP ? 0.0 : (o->mode == MPM_BC_STICKY ? PETSC_MAX_REAL : o->friction); }
 
 /* Objects with a column in history.csv: all but those switched off (mode none). */
 PetscBool MPMColliderReported(const MPMCollider *o) { return o->mode != MPM_BC_NONE ? PETSC_TRUE : PETSC_FALSE; }

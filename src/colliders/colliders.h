@@ -75,6 +75,7 @@ void           MPMCollidersImpulseRecombine(MPMColliders c, const double *snap, 
 const double  *MPMCollidersImpulses(MPMColliders c);
 double         MPMCollidersFreeFraction(MPMColliders c, PetscInt species, const double *x, double h);
 PetscBool      MPMColliderReported(const MPMCollider *o);
+double         MPMColliderFriction(const MPMCollider *o);
 PetscInt       MPMCollidersSolidAt(MPMColliders c, PetscInt species, const double *x);
 /* bodies.c: two-way coupled rigid bodies */
 PetscErrorCode MPMBodyOptions(MPMSim sim, MPMCollider *o, const char *prefix, PetscOptionItems *PetscOptionsObject);
