@@ -440,10 +440,16 @@ typedef enum { MPM_SHAPE_HALF_SPACE = 0, MPM_SHAPE_BOX, MPM_SHAPE_SPHERE, MPM_SH
  *               vertical component (exact on planes, first order on
  *               curved terrain).  Outside the grid the edge heights
  *               continue.  (2D terrain is a polygon.)
- *   sampled:    3D, phi sampled at lo3 + dh (i, j, k), n3 points per axis
- *               (pts[i + n3[0] (j + n3[1] k)]), trilinear; outside the
- *               samples the distance to their box is added to the nearest
- *               sample's value (triangle meshes: core/mesh.c samples them) */
+ *   sampled:    3D, phi sampled at lo3 + dh (i, j, k), n3 points per axis,
+ *               trilinear; outside the samples the distance to their box
+ *               is added to the nearest sample's value (triangle meshes:
+ *               core/mesh.c samples them).  Stored in a narrow band: the
+ *               lattice is cut into bricks of MPM_BRICK^3 samples; a brick
+ *               near the surface keeps its samples (pts[MPM_BRICK^3 b + i'
+ *               + MPM_BRICK (j' + MPM_BRICK k')], b = bricks[brick]), a
+ *               brick farther than band from it holds +band (bricks[brick]
+ *               = MPM_BRICK_OUT) or -band (MPM_BRICK_IN) everywhere, so the
+ *               memory goes with the surface's area, not the box's volume */
 typedef struct {
   int           dim;
   MPMShapeType  type;
@@ -457,7 +463,13 @@ typedef struct {
   double        org[2], dh; /* heightfield origin (x, z) and spacing; the sampled grid's spacing */
   int           n3[3];      /* sampled grid points per axis */
   double        lo3[3];     /* sampled grid origin */
+  const int    *bricks;     /* sampled: per brick, its index in pts or MPM_BRICK_OUT / MPM_BRICK_IN */
+  int           nb3[3];     /* sampled: bricks per axis */
+  double        band;       /* sampled: |phi| beyond the band */
 } MPMShape;
+#define MPM_BRICK     8
+#define MPM_BRICK_OUT (-1)
+#define MPM_BRICK_IN  (-2)
 
 /* phi(x) and grad phi at a point x given in the shape frame. */
 double mpm_sdf(const MPMShape *s, const double *x, double *grad);

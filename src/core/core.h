@@ -225,11 +225,14 @@ typedef struct MPMPlacedShape_ {
   MPMCsgOp                 op;
   PetscInt                 nparts;
   struct MPMPlacedShape_ *parts;
-  double                  *data; /* polygon vertices or terrain heights (shape.pts points here) */
+  double                  *data;   /* polygon vertices, terrain heights, a mesh's near-surface samples (shape.pts points here) */
+  int                     *bricks; /* a mesh's brick table (shape.bricks points here) */
+  double                   stored_bytes; /* a mesh's samples and brick table */
 } MPMPlacedShape;
 
 PetscErrorCode MPMShapeFromOptions(MPI_Comm comm, PetscInt dim, const char *prefix, const char *title, PetscBool allow_half_space, PetscBool allow_motion, MPMPlacedShape *ps);
 PetscErrorCode MPMPlacedShapeDestroy(MPMPlacedShape *ps);
+double         MPMPlacedShapeBytes(const MPMPlacedShape *ps);
 PetscErrorCode MPMShapeMeshLoad(const char *path, const char *opt, double scale, double spacing, MPMPlacedShape *ps); /* mesh.c */
 void           MPMPlacedShapeAtTime(MPMPlacedShape *ps, PetscInt dim, double t);
 void           MPMPlacedShapeAdvance(MPMPlacedShape *ps, PetscInt dim, double dt);

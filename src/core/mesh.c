@@ -5,8 +5,10 @@
  * closest point) and clamped to the band beyond it, which is all the
  * collisions (nodes within a cell of the surface) and the seeding (the
  * sign) need; the sign comes from the parity of a ray's crossings along
- * +x, row by row.  The mesh must be closed (watertight).  Every rank
- * samples the whole mesh (replicated, like terrain files). */
+ * +x, row by row.  The mesh must be closed (watertight).  Only the bricks
+ * of samples within the band are stored (kernels.h: the sampled shape),
+ * so a mesh costs memory in proportion to its area; every rank samples
+ * the whole mesh, like terrain files. */
 #include "core.h"
 #include <stdio.h>
 #include <string.h>
@@ -151,25 +153,69 @@ static double TriDist2(const double *p, const double *a, const double *b, const 
 
 static int Clampi(int i, int lo, int hi) { return i < lo ? lo : (i > hi ? hi : i); }
 
-/* Unsigned distances within the band (the band beyond it). */
-static void SampleDistances(const Tris *T, const MPMShape *s, double band, double *phi)
+/* The samples within band of triangle t: index ranges lo..hi per axis. */
+static void TriRange(const double *a, const double *b, const double *c, const MPMShape *s, double band, int *lo, int *hi)
 {
-  const int *n = s->n3;
-  for (PetscInt q = 0; q < (PetscInt)n[0] * n[1] * n[2]; q++) phi[q] = band;
+  for (int k = 0; k < 3; k++) {
+    const double mn = PetscMin(a[k], PetscMin(b[k], c[k])) - band, mx = PetscMax(a[k], PetscMax(b[k], c[k])) + band;
+    lo[k] = Clampi((int)ceil((mn - s->lo3[k]) / s->dh), 0, s->n3[k] - 1);
+    hi[k] = Clampi((int)floor((mx - s->lo3[k]) / s->dh), 0, s->n3[k] - 1);
+  }
+}
+
+#define BRICK3 (MPM_BRICK * MPM_BRICK * MPM_BRICK)
+static PetscInt BrickOf(const MPMShape *s, int i, int j, int k) { return i / MPM_BRICK + (PetscInt)s->nb3[0] * (j / MPM_BRICK + (PetscInt)s->nb3[1] * (k / MPM_BRICK)); }
+static double  *SampleOf(const MPMShape *s, double *pool, const int *bricks, int i, int j, int k)
+{
+  return pool + (size_t)bricks[BrickOf(s, i, j, k)] * BRICK3 + i % MPM_BRICK + MPM_BRICK * (j % MPM_BRICK + MPM_BRICK * (k % MPM_BRICK));
+}
+
+/* The bricks within band of a triangle are stored (numbered in brick
+ * order); the others are marked far (their sign comes later).  A brick
+ * is near when its centre is within band + half its diagonal of a
+ * triangle, so each of its samples that is within band of one lies in a
+ * near brick.  Returns the number stored. */
+static PetscErrorCode MarkBricks(const Tris *T, const MPMShape *s, double band, int *bricks, PetscInt *nnear)
+{
+  const PetscInt nb = (PetscInt)s->nb3[0] * s->nb3[1] * s->nb3[2];
+  const double   side = MPM_BRICK * s->dh, reach = (band + 0.5 * sqrt(3.0) * side) * (1 + 1e-9); /* slack for rounding */
+  PetscInt       m  = 0;
+
+  PetscFunctionBeginUser;
+  for (PetscInt t = 0; t < T->n; t++) {
+    const double *a = T->t + 9 * t;
+    int           lo[3], hi[3];
+    TriRange(a, a + 3, a + 6, s, band, lo, hi);
+    for (int k = lo[2] / MPM_BRICK; k <= hi[2] / MPM_BRICK; k++)
+      for (int j = lo[1] / MPM_BRICK; j <= hi[1] / MPM_BRICK; j++)
+        for (int i = lo[0] / MPM_BRICK; i <= hi[0] / MPM_BRICK; i++) {
+          int *b = &bricks[i + (PetscInt)s->nb3[0] * (j + (PetscInt)s->nb3[1] * k)];
+          if (!*b && sqrt(TriDist2((const double[3]){s->lo3[0] + (i + 0.5) * side, s->lo3[1] + (j + 0.5) * side, s->lo3[2] + (k + 0.5) * side}, a, a + 3, a + 6)) <= reach) *b = 1;
+        }
+  }
+  for (PetscInt b = 0; b < nb; b++) {
+    PetscCheck(m < PETSC_MAX_INT / BRICK3, PETSC_COMM_SELF, PETSC_ERR_SUP, "a mesh's signed distance needs more than %d bricks near its surface; choose a coarser spacing", (int)(PETSC_MAX_INT / BRICK3));
+    bricks[b] = bricks[b] ? (int)m++ : MPM_BRICK_OUT;
+  }
+  *nnear = m;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Unsigned distances within the band (the band beyond it), in the stored
+ * bricks: every sample within band of a triangle lies in one. */
+static void SampleDistances(const Tris *T, const MPMShape *s, const int *bricks, double band, double *pool)
+{
   for (PetscInt t = 0; t < T->n; t++) {
     const double *a = T->t + 9 * t, *b = a + 3, *c = a + 6;
     int           lo[3], hi[3];
-    for (int k = 0; k < 3; k++) {
-      const double mn = PetscMin(a[k], PetscMin(b[k], c[k])) - band, mx = PetscMax(a[k], PetscMax(b[k], c[k])) + band;
-      lo[k] = Clampi((int)ceil((mn - s->lo3[k]) / s->dh), 0, n[k] - 1);
-      hi[k] = Clampi((int)floor((mx - s->lo3[k]) / s->dh), 0, n[k] - 1);
-    }
+    TriRange(a, b, c, s, band, lo, hi);
     for (int k = lo[2]; k <= hi[2]; k++)
       for (int j = lo[1]; j <= hi[1]; j++)
         for (int i = lo[0]; i <= hi[0]; i++) {
+          if (bricks[BrickOf(s, i, j, k)] < 0) continue; /* farther than band from every triangle */
           const double p[3] = {s->lo3[0] + i * s->dh, s->lo3[1] + j * s->dh, s->lo3[2] + k * s->dh};
           const double d    = sqrt(TriDist2(p, a, b, c));
-          double      *v    = &phi[i + n[0] * (j + n[1] * k)];
+          double      *v    = SampleOf(s, pool, bricks, i, j, k);
           if (d < *v) *v = d;
         }
   }
@@ -181,8 +227,10 @@ static int CmpDouble(const void *a, const void *b) { return (*(const double *)a 
  * triangle the row's line crosses; a sample is inside when an odd number
  * of crossings lie before it.  The rows are shifted by a small irrational
  * fraction of a spacing, so they do not pass through edges or vertices of
- * meshes built on round coordinates. */
-static PetscErrorCode SampleSigns(const Tris *T, const MPMShape *s, double *phi)
+ * meshes built on round coordinates.  A far brick takes the sign of its
+ * first sample: no surface passes through it (every sample is at least
+ * band = 3 spacings from one), so all its samples have that sign. */
+static PetscErrorCode SampleSigns(const Tris *T, const MPMShape *s, int *bricks, double *pool)
 {
   const int    *n = s->n3;
   const PetscInt rows = (PetscInt)n[1] * n[2];
@@ -218,17 +266,21 @@ static PetscErrorCode SampleSigns(const Tris *T, const MPMShape *s, double *phi)
       PetscCall(PetscMalloc1(start[rows] + 1, &hit));
     }
   }
-  for (PetscInt r = 0; r < rows; r++) {
-    const PetscInt m = start[r + 1] - start[r];
-    double        *h = hit + start[r];
-    PetscInt       c = 0;
-    qsort(h, (size_t)m, sizeof(double), CmpDouble);
-    for (int i = 0; i < n[0]; i++) {
-      const double x = s->lo3[0] + i * s->dh;
-      while (c < m && h[c] < x) c++;
-      if (c % 2) phi[i + (PetscInt)n[0] * r] = -phi[i + (PetscInt)n[0] * r];
+  for (int k = 0; k < n[2]; k++)
+    for (int j = 0; j < n[1]; j++) {
+      const PetscInt r = j + (PetscInt)n[1] * k, m = start[r + 1] - start[r];
+      double        *h = hit + start[r];
+      PetscInt       c = 0;
+      qsort(h, (size_t)m, sizeof(double), CmpDouble);
+      for (int i = 0; i < n[0]; i++) {
+        const double x = s->lo3[0] + i * s->dh;
+        int         *b = &bricks[BrickOf(s, i, j, k)];
+        while (c < m && h[c] < x) c++;
+        if (*b >= 0) {
+          if (c % 2) *SampleOf(s, pool, bricks, i, j, k) *= -1;
+        } else if (i % MPM_BRICK == 0 && j % MPM_BRICK == 0 && k % MPM_BRICK == 0) *b = c % 2 ? MPM_BRICK_IN : MPM_BRICK_OUT;
+      }
     }
-  }
   PetscCall(PetscFree2(start, fill));
   PetscCall(PetscFree(hit));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -242,7 +294,8 @@ PetscErrorCode MPMShapeMeshLoad(const char *path, const char *opt, double scale,
   const char *ext = strrchr(path, '.');
   MPMShape   *s   = &ps->shape;
   double      lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, ext_max = 0, band;
-  PetscInt    total;
+  double      total;
+  PetscInt    nnear;
 
   PetscFunctionBeginUser;
   if (ext && (!strcmp(ext, ".obj") || !strcmp(ext, ".OBJ"))) PetscCall(ReadObj(path, opt, &T));
@@ -261,14 +314,23 @@ PetscErrorCode MPMShapeMeshLoad(const char *path, const char *opt, double scale,
     s->n3[k]  = (int)ceil((hi[k] - lo[k] + 2 * band) / h) + 1;
     s->lo3[k] = 0.5 * (lo[k] + hi[k]) - 0.5 * h * (s->n3[k] - 1);
   }
-  total = (PetscInt)s->n3[0] * s->n3[1] * s->n3[2];
-  PetscCheck(total <= 400000000 / 8, PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "%s %s: sampling the mesh at %g m needs %" PetscInt_FMT " points (more than 50 M); choose a coarser -..._spacing", opt, path, h, total);
+  total = (double)s->n3[0] * s->n3[1] * s->n3[2];
+  PetscCheck(total <= 2e9, PETSC_COMM_SELF, PETSC_ERR_USER_INPUT, "%s %s: sampling the mesh at %g m spans %.3g points (more than 2e9); choose a coarser -..._spacing", opt, path, h, total);
   s->type = MPM_SHAPE_SAMPLED;
   s->dh   = h;
-  PetscCall(PetscMalloc1(total, &ps->data));
-  s->pts = ps->data;
-  SampleDistances(&T, s, band, ps->data);
-  PetscCall(SampleSigns(&T, s, ps->data));
+  s->band = band;
+  for (int k = 0; k < 3; k++) s->nb3[k] = (s->n3[k] + MPM_BRICK - 1) / MPM_BRICK;
+  PetscCall(PetscCalloc1((PetscInt)s->nb3[0] * s->nb3[1] * s->nb3[2], &ps->bricks));
+  PetscCall(MarkBricks(&T, s, band, ps->bricks, &nnear));
+  PetscCall(PetscMalloc1(nnear * BRICK3 + 1, &ps->data));
+  for (PetscInt q = 0; q < nnear * BRICK3; q++) ps->data[q] = band;
+  s->pts    = ps->data;
+  s->bricks = ps->bricks;
+  SampleDistances(&T, s, ps->bricks, band, ps->data);
+  PetscCall(SampleSigns(&T, s, ps->bricks, ps->data));
+  PetscCall(PetscInfo(NULL, "%s %s: %" PetscInt_FMT " triangles, %d x %d x %d samples at %g m, %" PetscInt_FMT " of %d bricks near the surface stored (%.3g MB)\n", opt, path, T.n, s->n3[0], s->n3[1], s->n3[2], h, nnear,
+                      s->nb3[0] * s->nb3[1] * s->nb3[2], (double)nnear * BRICK3 * sizeof(double) / 1e6));
+  ps->stored_bytes = (double)nnear * BRICK3 * sizeof(double) + (double)s->nb3[0] * s->nb3[1] * s->nb3[2] * sizeof(int);
   PetscCall(PetscFree(T.t));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

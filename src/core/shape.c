@@ -424,8 +424,20 @@ PetscErrorCode MPMPlacedShapeDestroy(MPMPlacedShape *ps)
   for (PetscInt i = 0; i < ps->nparts; i++) PetscCall(MPMPlacedShapeDestroy(&ps->parts[i]));
   PetscCall(PetscFree(ps->parts));
   PetscCall(PetscFree(ps->data));
+  PetscCall(PetscFree(ps->bricks));
   ps->nparts = 0;
   PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The bytes a shape holds: polygon vertices, terrain heights, a mesh's
+ * near-surface samples and brick table, and those of its parts. */
+double MPMPlacedShapeBytes(const MPMPlacedShape *ps)
+{
+  double b = ps->stored_bytes;
+  if (ps->shape.type == MPM_SHAPE_POLYGON && ps->data) b += 2.0 * ps->shape.np * sizeof(double);
+  if (ps->shape.type == MPM_SHAPE_HEIGHTFIELD) b += (double)ps->shape.nx * ps->shape.nz * sizeof(double);
+  for (PetscInt i = 0; i < ps->nparts; i++) b += MPMPlacedShapeBytes(&ps->parts[i]);
+  return b;
 }
 
 /* R = exp([w]) for a rotation vector w (one angle w[2] in 2D), Rodrigues;

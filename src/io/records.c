@@ -496,9 +496,13 @@ static PetscErrorCode ObjectTotals(MPMSim sim, char *buf, size_t len)
 static PetscErrorCode StatsTotals(MPMSim sim, char *buf, size_t len)
 {
   MPMStepStats st;
+  double       geom = 0; /* the shapes' samples, heights and vertices on the rank that holds most */
 
   PetscFunctionBeginUser;
-  PetscCall(PetscSNPrintf(buf, len, "  \"warnings\": %" PetscInt_FMT ",\n", MPMWarnings()));
+  for (PetscInt r = 0; r < sim->nreg; r++) geom += MPMPlacedShapeBytes(&sim->reg[r].ps);
+  for (PetscInt o = 0; sim->colliders && o < sim->colliders->nobj; o++) geom += MPMPlacedShapeBytes(&sim->colliders->obj[o].ps);
+  PetscCall(MPMGlobalMax(sim->comm, &geom, 1));
+  PetscCall(PetscSNPrintf(buf, len, "  \"warnings\": %" PetscInt_FMT ",\n  \"geometry_bytes_max_rank\": %.6g,\n", MPMWarnings(), geom));
   PetscCall(DtLimits(sim, buf, len));
   PetscCall(ObjectTotals(sim, buf, len));
   PetscCall(MPMIntegratorStats(sim->integ, &st));

@@ -161,6 +161,14 @@ static double sdf_heightfield(const MPMShape *s, const double *x, double *g)
   return (x[1] - h) / len;
 }
 
+/* The sample (i, j, k) of a narrow-band sampled shape. */
+static inline double sampled_at(const MPMShape *s, int i, int j, int k)
+{
+  const int b = s->bricks[i / MPM_BRICK + s->nb3[0] * (j / MPM_BRICK + s->nb3[1] * (k / MPM_BRICK))];
+  if (b < 0) return b == MPM_BRICK_IN ? -s->band : s->band;
+  return s->pts[(long)b * (MPM_BRICK * MPM_BRICK * MPM_BRICK) + i % MPM_BRICK + MPM_BRICK * (j % MPM_BRICK + MPM_BRICK * (k % MPM_BRICK))];
+}
+
 /* Trilinear interpolation of sampled phi, its gradient the trilinear
  * field's (normalized); beyond the samples' box, the distance to the box
  * plus the value at the nearest point of it. */
@@ -180,7 +188,7 @@ static double sdf_sampled(const MPMShape *s, const double *x, double *g)
     f[a] = u[a] - i[a];
   }
   double c[8], phi = 0, gl[3] = {0, 0, 0};
-  for (int k = 0; k < 8; k++) c[k] = s->pts[(i[0] + (k & 1)) + s->n3[0] * ((i[1] + ((k >> 1) & 1)) + s->n3[1] * (i[2] + ((k >> 2) & 1)))];
+  for (int k = 0; k < 8; k++) c[k] = sampled_at(s, i[0] + (k & 1), i[1] + ((k >> 1) & 1), i[2] + ((k >> 2) & 1));
   for (int k = 0; k < 8; k++) {
     const double wx = (k & 1) ? f[0] : 1 - f[0], wy = ((k >> 1) & 1) ? f[1] : 1 - f[1], wz = ((k >> 2) & 1) ? f[2] : 1 - f[2];
     phi += wx * wy * wz * c[k];
