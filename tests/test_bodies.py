@@ -43,6 +43,11 @@ a disk of radius 4 cm (5.03 kg/m) on a 5 cm sand bed, driven by a torque of
    A box tilted 20 deg dropped on a frictionless floor lands on a corner,
    turns and comes to rest flat (centre at its half height, 1e-9 m) with
    its centre's x unchanged (1e-12 m) and its energy never growing.
+   The box dropped flat onto a ball (a disk object of radius 0.5 m, wider
+   than the box is high, so resting on its top is stable) rests with its
+   face on the ball's top (centre at top + half height, 1e-12 m; with its
+   corners alone as contact points it sank 2.5 mm into the ball) and the
+   ball carries its weight (1e-6).
 """
 import json
 import os
@@ -210,6 +215,15 @@ c.close("tilted box: centre x unchanged [m]", np.abs(h["wheel_x"] - 0.1).max(), 
 c.close("tilted box: spin at rest [rad/s]", h["wheel_wz"][-1], 0.0, atol=1e-9)
 c.true("tilted box: it turned on landing (a corner hit first)", np.abs(h["wheel_wz"]).max() > 1.0)
 c.close("tilted box: largest energy gain between rows [J/m]", max(0.0, np.diff(E).max()), 0.0, atol=1e-9)
+# 7c. a face on a convex object: the box dropped flat onto a ball's top,
+# between its corners (a disk object of radius 0.5 m, top at y = 0.05 m)
+ball = os.path.join(box, "ball")
+T.run(1, ["-options_file_yaml", os.path.join(box, "box.yaml"), "-output_dir", ball, *DROP, "-objects", "wheel,ball", "-ball_shape", "sphere", "-ball_center", "0.1,-0.45",
+          "-ball_radius", "0.5", "-ball_mode", "separate", "-ball_friction", "0.577"])
+h = T.mpmio.history(ball)
+c.close("box dropped flat on a ball: centre height at rest - (ball's top + half height) [m]", h["wheel_y"][-1] - 0.07, 0.0, atol=1e-12)
+c.close("box on the ball: spin at rest [rad/s]", h["wheel_wz"][-1], 0.0, atol=1e-9)
+c.close("box at rest on the ball: ball load / (M g)", -h["ball_fy"][-1] / (MB * G), 1.0, rtol=1e-6)
 
 # 7b. the deck's objects stop a body as the faces do: the same drop onto a table (a static box, friction 0.577)
 o = T.outdir("bodies_table")

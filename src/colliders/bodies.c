@@ -477,10 +477,30 @@ typedef struct {
   double         p[3], r[3], rb[3], n[3], vs[3], gap, mu, lam, lt[3];
 } BodyContact;
 
+/* The object's point nearest the body's centre (the centre moved by -phi
+ * along the normal there) as a contact: a box's face or a cylinder's side
+ * resting on a convex object (a ball, a ridge) touches it between the
+ * corners and rims ContactPoints gives, at that point.  Its gap is the
+ * body's signed distance there; on a flat object it repeats the corners'. */
+static void ObjectPoint(MPMCollider *o, const MPMCollider *w, PetscInt d, double phic, const double *nc, BodyContact *b)
+{
+  double no[3];
+  for (PetscInt a = 0; a < d; a++) b->p[a] = o->ps.c[a] - phic * nc[a];
+  b->gap = MPMPlacedShapeEval(&o->ps, d, b->p, no, NULL);
+  MPMPlacedShapeEval(&w->ps, d, b->p, b->n, b->vs);
+  for (PetscInt a = 0; a < d; a++) {
+    b->r[a]  = b->p[a] - o->ps.c[a];
+    b->rb[a] = b->p[a] - w->ps.c[a];
+  }
+  b->w = (ContactPartner){.vs = b->vs, .b = NULL, .rb = b->rb};
+}
+
 /* Append body o's contact points on object f (a domain face, an object, or
  * another dynamic body) to bc: its candidate points (ContactPoints, for
  * f's normal at the body's centre), each with its gap phi_f and f's normal
- * and velocity there. */
+ * and velocity there; on an object (not a face, not a body), for a body with
+ * more than one candidate, also the object's point nearest its centre
+ * (ObjectPoint). */
 static void BodyContacts(MPMColliders c, MPMCollider *o, PetscInt f, BodyContact *bc, PetscInt *n)
 {
   const PetscInt d = c->dim;
@@ -489,7 +509,7 @@ static void BodyContacts(MPMColliders c, MPMCollider *o, PetscInt f, BodyContact
   int            np;
 
   if (w->mode == MPM_BC_NONE) return;
-  MPMPlacedShapeEval(&w->ps, d, o->ps.c, nc, NULL); /* the surface's normal where the body is */
+  const double phic = MPMPlacedShapeEval(&w->ps, d, o->ps.c, nc, NULL); /* the surface's normal where the body is */
   np = ContactPoints(o, d, nc, p);
   for (int q = 0; q < np; q++) {
     BodyContact *b = &bc[(*n)++];
@@ -505,6 +525,14 @@ static void BodyContacts(MPMColliders c, MPMCollider *o, PetscInt f, BodyContact
       b->rb[a] = b->p[a] - w->ps.c[a];
     }
     b->w = (ContactPartner){.vs = b->vs, .b = w->dynamic ? w : NULL, .rb = b->rb};
+  }
+  if (!w->dynamic && f >= c->nwalls && np > 1) { /* a flat face or side on a convex object */
+    BodyContact *b = &bc[(*n)++];
+    PetscMemzero(b, sizeof(*b));
+    b->o = o;
+    b->f = f;
+    b->mu = MPMColliderFriction(w);
+    ObjectPoint(o, w, d, phic, nc, b);
   }
 }
 
@@ -528,7 +556,7 @@ PetscErrorCode MPMCollidersBodiesWalls(MPMColliders c, PetscBool book, double dt
 
   PetscFunctionBeginUser;
   if (c->ndynamic == 0) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(PetscMalloc1(8 * c->ndynamic * c->nobj + 1, &bc));
+  PetscCall(PetscMalloc1(9 * c->ndynamic * c->nobj + 1, &bc)); /* 8 candidates and the object's point */
   for (PetscInt k = c->nwalls; k < c->nobj; k++) {
     if (!c->obj[k].dynamic) continue;
     for (PetscInt f = 0; f < c->nobj; f++) /* a pair of bodies: the points of each on the other */
