@@ -161,7 +161,10 @@ double MPMIntegratorExplicitDt(const MPMSim sim, const MPMStressFields *fields, 
 {
   if (MPMIntegratorFixedDt(sim, why) > 0) return sim->dt_fixed;
   double dt = sim->dt_max, stiff = 1;
-  for (PetscInt s = 0; s < sim->nspecies; s++) stiff = PetscMax(stiff, MPMIntegratorStiffening(sim->species[s], &fields[s]));
+  for (PetscInt s = 0; s < sim->nspecies; s++) {
+    const double st = MPMIntegratorStiffening(sim->species[s], &fields[s]); /* once: PetscMax is a macro */
+    stiff           = PetscMax(stiff, st);
+  }
   if (vmax > 0) dt = MPMDtMin(dt, why, sim->cfl * sim->layout.h / vmax, MPM_DT_CFL);
   if (wave_speed > 0) dt = MPMDtMin(dt, why, cfl_elastic * sim->layout.h / (wave_speed * sqrt(stiff)), stiff > 1 ? MPM_DT_HARDENED : MPM_DT_ELASTIC);
   return dt;

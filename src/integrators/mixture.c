@@ -325,7 +325,10 @@ static PetscErrorCode ImplicitGridUpdate(MPMIntegrator integ, Mixture *mx, MPMSi
   { /* dt against the explicit step's limits: the elastic one (the water's sound speed) and the drag's */
     const double dte = mx->cfl_elastic * sim->layout.h / mx->wave_speed;
     double       stiff = 1, r[3];
-    for (PetscInt s = 0; s < 2; s++) stiff = PetscMax(stiff, MPMIntegratorStiffening(sim->species[s], &mx->fields[s]));
+    for (PetscInt s = 0; s < 2; s++) {
+      const double st = MPMIntegratorStiffening(sim->species[s], &mx->fields[s]); /* once: PetscMax is a macro */
+      stiff           = PetscMax(stiff, st);
+    }
     PetscCall(MPMGlobalMax(sim->comm, &stiff, 1));
     r[1] = dt / (dte / sqrt(stiff));
     r[2] = dt * mx->drag_rate / 2.0;

@@ -878,7 +878,8 @@ static PetscErrorCode Residual(Nonsmooth *ns, MPMSim sim, Vec vell, double *res)
     double         bl[MPM_SYM_MAX];
     OwnedIndex(l, o, i);
     NodeRhs(ns, d, o, i, F + fdof * o, vel, bl);
-    *res = PetscMax(*res, mpm_dcfp_residual(n, ns->W + n * n * o, bl, ns->mu[o], ns->lambda + n * o));
+    const double r = mpm_dcfp_residual(n, ns->W + n * n * o, bl, ns->mu[o], ns->lambda + n * o); /* once: PetscMax is a macro */
+    *res           = PetscMax(*res, r);
   }
   PetscCall(VecRestoreArrayRead(vell, &vel));
   PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
@@ -1037,7 +1038,8 @@ static PetscErrorCode ResidualAt(Nonsmooth *ns, MPMSim sim, const double *l, con
       bl[s] = U[n * o + s];
       for (int c = 0; c < n; c++) bl[s] -= W[s * n + c] * l[n * o + c];
     }
-    *res = PetscMax(*res, mpm_dcfp_residual(n, W, bl, ns->mu[o], l + n * o));
+    const double r = mpm_dcfp_residual(n, W, bl, ns->mu[o], l + n * o); /* once: PetscMax is a macro */
+    *res           = PetscMax(*res, r);
   }
   PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
   PetscCall(MPMGlobalMax(sim->comm, res, 1));

@@ -766,7 +766,10 @@ static double SemiStableDt(MPMIntegrator integ, const MPMSim sim, double vmax, M
   if (vmax > 0) dt = MPMDtMin(dt, why, sim->cfl * sim->layout.h / vmax, MPM_DT_CFL);
   if (se->wave_speed > 0) {
     double stiff = 0; /* 0: no hardening material, no limit */
-    for (PetscInt s = 0; s < sim->nspecies; s++) stiff = PetscMax(stiff, MPMIntegratorStiffening(sim->species[s], &se->s[s].f));
+    for (PetscInt s = 0; s < sim->nspecies; s++) {
+      const double st = MPMIntegratorStiffening(sim->species[s], &se->s[s].f); /* once: PetscMax is a macro */
+      stiff           = PetscMax(stiff, st);
+    }
     if (stiff > 0) dt = MPMDtMin(dt, why, se->cfl_hardened * sim->layout.h / (se->wave_speed * sqrt(stiff)), MPM_DT_HARDENED);
   }
   return dt;
