@@ -1472,56 +1472,59 @@ static void test_collide(int d)
 static void test_dp_batch(void)
 {
   enum { N = 203 };
-  for (int variant = 0; variant < 4; variant++) {
-    MPMDruckerPragerParams p;
-    memset(&p, 0, sizeof p);
-    p.dim = 3;
-    mpm_lame(1e6, 0.3, &p.mu, &p.lambda);
-    p.h0       = (variant & 1 ? 35.0 : 30.0) * M_PI / 180;
-    p.h1       = variant & 1 ? 9.0 * M_PI / 180 : 0;
-    p.h2       = variant & 1 ? 0.2 : 0;
-    p.h3       = variant & 1 ? 10.0 * M_PI / 180 : 0;
-    p.cohesion = variant & 2 ? 2e3 : 0;
-    p.cone     = variant & 2 ? MPM_CONE_PLANE_STRAIN : MPM_CONE_COMPRESSION;
-    mpm_dp_setup(&p);
-    static double F1[N * 9], F2[N * 9], q1[N], q2[N], J1[N], J2[N], t1[N * 9], t2[N * 9];
-    static uint8_t c1[N], c2[N];
-    for (int i = 0; i < N; i++) {
-      double R1[9], R2[9], sv[3], M[9];
-      random_rotation(3, R1);
-      random_rotation(3, R2);
-      const double vol = urange(-0.02, 0.01); /* compression and expansion */
-      for (int k = 0; k < 3; k++) sv[k] = exp(vol / 3 + urange(-0.03, 0.03));
-      rot_diag_rot(3, R1, sv, R2, M);
-      memcpy(F1 + 9 * i, M, sizeof M);
-      q1[i] = urange(0, 3);
-      J1[i] = urange(0.9, 1.1);
+  for (int dim = 2; dim <= 3; dim++)
+    for (int variant = 0; variant < 4; variant++) {
+      const int              d2 = dim * dim;
+      MPMDruckerPragerParams p;
+      memset(&p, 0, sizeof p);
+      p.dim = dim;
+      mpm_lame(1e6, 0.3, &p.mu, &p.lambda);
+      p.h0       = (variant & 1 ? 35.0 : 30.0) * M_PI / 180;
+      p.h1       = variant & 1 ? 9.0 * M_PI / 180 : 0;
+      p.h2       = variant & 1 ? 0.2 : 0;
+      p.h3       = variant & 1 ? 10.0 * M_PI / 180 : 0;
+      p.cohesion = variant & 2 ? 2e3 : 0;
+      p.cone     = variant & 2 ? MPM_CONE_PLANE_STRAIN : MPM_CONE_COMPRESSION;
+      mpm_dp_setup(&p);
+      static double F1[N * 9], F2[N * 9], q1[N], q2[N], J1[N], J2[N], t1[N * 9], t2[N * 9];
+      static uint8_t c1[N], c2[N];
+      for (int i = 0; i < N; i++) {
+        double R1[9], R2[9], sv[3], M[9];
+        random_rotation(dim, R1);
+        random_rotation(dim, R2);
+        const double vol = urange(-0.02, 0.01); /* compression and expansion */
+        for (int k = 0; k < dim; k++) sv[k] = exp(vol / dim + urange(-0.03, 0.03));
+        if (i % 50 == 7) sv[1] = sv[0]; /* repeated stretches (an isotropic b in 2D) */
+        rot_diag_rot(dim, R1, sv, R2, M);
+        memcpy(F1 + d2 * i, M, sizeof(double) * d2);
+        q1[i] = urange(0, 3);
+        J1[i] = urange(0.9, 1.1);
+      }
+      memcpy(F2, F1, sizeof F1);
+      memcpy(q2, q1, sizeof q1);
+      memcpy(J2, J1, sizeof J1);
+      int    cases[3] = {0, 0, 0}, same = 1;
+      double eF = 0, eq = 0, eJ = 0, et = 0, tscale = 0;
+      for (int i = 0; i < N; i++) {
+        c1[i] = (uint8_t)mpm_dp_update(&p, F1 + d2 * i, q1 + i, J1 + i, t1 + d2 * i);
+        cases[c1[i]]++;
+      }
+      mpm_dp_update_n(&p, N, F2, q2, J2, t2, c2);
+      for (int i = 0; i < N; i++) {
+        same &= c1[i] == c2[i];
+        eF = fmax(eF, maxdiff(d2, F1 + d2 * i, F2 + d2 * i));
+        eq = fmax(eq, fabs(q1[i] - q2[i]));
+        eJ = fmax(eJ, fabs(J1[i] - J2[i]));
+        et = fmax(et, maxdiff(d2, t1 + d2 * i, t2 + d2 * i));
+        tscale = fmax(tscale, maxabs(d2, t1 + d2 * i));
+      }
+      CHECK(same, 1, 0, "DP %dD batch variant %d: same case for all %d particles (I %d, II %d, III %d)", dim, variant, N, cases[0], cases[1], cases[2]);
+      CHECK(cases[0] > 0 && cases[1] > 0 && cases[2] > 0, 1, 0, "DP %dD batch variant %d: all three cases occur", dim, variant);
+      CHECK(eF, 0, 1e-13, "DP %dD batch variant %d: max |F_E batch - scalar|", dim, variant);
+      CHECK(eq, 0, 1e-13, "DP %dD batch variant %d: max |q batch - scalar|", dim, variant);
+      CHECK(eJ, 0, 1e-13, "DP %dD batch variant %d: max |Jp batch - scalar|", dim, variant);
+      CHECK(et / tscale, 0, 1e-11, "DP %dD batch variant %d: max |tau batch - scalar| / max |tau|", dim, variant);
     }
-    memcpy(F2, F1, sizeof F1);
-    memcpy(q2, q1, sizeof q1);
-    memcpy(J2, J1, sizeof J1);
-    int cases[3] = {0, 0, 0}, same = 1;
-    double eF = 0, eq = 0, eJ = 0, et = 0, tscale = 0;
-    for (int i = 0; i < N; i++) {
-      c1[i] = (uint8_t)mpm_dp_update(&p, F1 + 9 * i, q1 + i, J1 + i, t1 + 9 * i);
-      cases[c1[i]]++;
-    }
-    mpm_dp_update_n(&p, N, F2, q2, J2, t2, c2);
-    for (int i = 0; i < N; i++) {
-      same &= c1[i] == c2[i];
-      eF = fmax(eF, maxdiff(9, F1 + 9 * i, F2 + 9 * i));
-      eq = fmax(eq, fabs(q1[i] - q2[i]));
-      eJ = fmax(eJ, fabs(J1[i] - J2[i]));
-      et = fmax(et, maxdiff(9, t1 + 9 * i, t2 + 9 * i));
-      tscale = fmax(tscale, maxabs(9, t1 + 9 * i));
-    }
-    CHECK(same, 1, 0, "DP batch variant %d: same case for all %d particles (I %d, II %d, III %d)", variant, N, cases[0], cases[1], cases[2]);
-    CHECK(cases[0] > 0 && cases[1] > 0 && cases[2] > 0, 1, 0, "DP batch variant %d: all three cases occur", variant);
-    CHECK(eF, 0, 1e-13, "DP batch variant %d: max |F_E batch - scalar|", variant);
-    CHECK(eq, 0, 1e-13, "DP batch variant %d: max |q batch - scalar|", variant);
-    CHECK(eJ, 0, 1e-13, "DP batch variant %d: max |Jp batch - scalar|", variant);
-    CHECK(et / tscale, 0, 1e-11, "DP batch variant %d: max |tau batch - scalar| / max |tau|", variant);
-  }
 }
 
 /* Volume correction (Tampubolon et al. 2017, s. 4.3.4): a particle that
@@ -1564,40 +1567,41 @@ static void test_dp_volume_correction(int dim)
   CHECK(vc, 0, 1e-14, "DP %dD volume correction: the cone keeps the volume, vc stays 0", dim);
 }
 
-static void test_dp_volume_correction_batch(void)
+static void test_dp_volume_correction_batch(int dim)
 {
+  const int d2 = dim * dim;
   enum { N = 157 };
-  const MPMDruckerPragerParams p = dp_params(3, MPM_CONE_COMPRESSION, 30.0, 0.0);
+  const MPMDruckerPragerParams p = dp_params(dim, MPM_CONE_COMPRESSION, 30.0, 0.0);
   static double F1[N * 9], F2[N * 9], q1[N], q2[N], J1[N], J2[N], v1[N], v2[N], t1[N * 9], t2[N * 9];
   static uint8_t c1[N], c2[N];
   double         eF = 0, ev = 0, et = 0, ts = 0;
   int            same = 1, cases[3] = {0, 0, 0};
   for (int i = 0; i < N; i++) {
     double R1[9], R2[9], sv[3], M[9];
-    random_rotation(3, R1);
-    random_rotation(3, R2);
+    random_rotation(dim, R1);
+    random_rotation(dim, R2);
     const double vol = urange(-0.02, 0.02);
-    for (int k = 0; k < 3; k++) sv[k] = exp(vol / 3 + urange(-0.02, 0.02));
-    rot_diag_rot(3, R1, sv, R2, M);
-    memcpy(F1 + 9 * i, M, sizeof M);
+    for (int k = 0; k < dim; k++) sv[k] = exp(vol / dim + urange(-0.02, 0.02));
+    rot_diag_rot(dim, R1, sv, R2, M);
+    memcpy(F1 + d2 * i, M, sizeof(double) * d2);
     q1[i] = urange(0, 1);
     J1[i] = urange(0.95, 1.05);
     v1[i] = i % 3 ? urange(0, 0.03) : 0.0; /* some with a stored volume */
   }
   memcpy(F2, F1, sizeof F1), memcpy(q2, q1, sizeof q1), memcpy(J2, J1, sizeof J1), memcpy(v2, v1, sizeof v1);
-  for (int i = 0; i < N; i++) cases[c1[i] = (uint8_t)mpm_dp_update_vc(&p, F1 + 9 * i, q1 + i, J1 + i, v1 + i, t1 + 9 * i)]++;
+  for (int i = 0; i < N; i++) cases[c1[i] = (uint8_t)mpm_dp_update_vc(&p, F1 + d2 * i, q1 + i, J1 + i, v1 + i, t1 + d2 * i)]++;
   mpm_dp_update_n_vc(&p, N, F2, q2, J2, v2, t2, c2);
   for (int i = 0; i < N; i++) {
     same &= c1[i] == c2[i];
-    eF = fmax(eF, maxdiff(9, F1 + 9 * i, F2 + 9 * i));
+    eF = fmax(eF, maxdiff(d2, F1 + d2 * i, F2 + d2 * i));
     ev = fmax(ev, fabs(v1[i] - v2[i]));
-    et = fmax(et, maxdiff(9, t1 + 9 * i, t2 + 9 * i));
-    ts = fmax(ts, maxabs(9, t1 + 9 * i));
+    et = fmax(et, maxdiff(d2, t1 + d2 * i, t2 + d2 * i));
+    ts = fmax(ts, maxabs(d2, t1 + d2 * i));
   }
-  CHECK(same && cases[0] && cases[1] && cases[2], 1, 0, "DP volume correction batch: same cases as scalar, all three occur (I %d, II %d, III %d)", cases[0], cases[1], cases[2]);
-  CHECK(eF, 0, 1e-13, "DP volume correction batch: max |F_E batch - scalar|");
-  CHECK(ev, 0, 1e-13, "DP volume correction batch: max |vc batch - scalar|");
-  CHECK(et / ts, 0, 1e-11, "DP volume correction batch: max |tau batch - scalar| / max |tau|");
+  CHECK(same && cases[0] && cases[1] && cases[2], 1, 0, "DP %dD volume correction batch: same cases as scalar, all three occur (I %d, II %d, III %d)", dim, cases[0], cases[1], cases[2]);
+  CHECK(eF, 0, 1e-13, "DP %dD volume correction batch: max |F_E batch - scalar|", dim);
+  CHECK(ev, 0, 1e-13, "DP %dD volume correction batch: max |vc batch - scalar|", dim);
+  CHECK(et / ts, 0, 1e-11, "DP %dD volume correction batch: max |tau batch - scalar| / max |tau|", dim);
 }
 
 
@@ -2946,7 +2950,8 @@ int main(void)
   test_dp_batch();
   test_dp_volume_correction(2);
   test_dp_volume_correction(3);
-  test_dp_volume_correction_batch();
+  test_dp_volume_correction_batch(2);
+  test_dp_volume_correction_batch(3);
 
   section("5. Hyperelastic stress = d psi / d F");
   for (int dim = 2; dim <= 3; dim++) {

@@ -264,11 +264,149 @@ static void dp_update_lanes(const MPMDruckerPragerParams *p, int nl, double *Fe,
   for (int l = 0; l < nl; l++) pcase[l] = (uint8_t)cs[l];
 }
 
+/* ------------------------------------------------------------------------ */
+/* Drucker-Prager on MPM_LANES particles at once (2D)                        */
+/* ------------------------------------------------------------------------ */
+/* The 2x2 eigen-decomposition of b = F F^T in closed form: lam0 = m + r,
+ * lam1 = det(F)^2 / lam0 (no cancellation when the particle is
+ * compressed), m the mean of the diagonal, r = sqrt(((b00 - b11)/2)^2 +
+ * b01^2), lam0's eigenvector (dd + r, b01) or (b01, r - dd) (dd = (b00 -
+ * b11)/2, whichever has no cancellation), the identity when b is
+ * isotropic.  mpm_dp_update's sym_eig2 rotates by atan2 instead; the two
+ * agree to roundoff (tests/test_kernels.c). */
+static void eig2_lanes(const double F[4][L], double lam[2][L], double U[4][L])
+{
+  double a[L], b[L], c[L], t[L], r[L], vx[L], vy[L], nv[L];
+  FOR_LANES(l)
+  {
+    a[l]            = F[0][l] * F[0][l] + F[1][l] * F[1][l];
+    b[l]            = F[0][l] * F[2][l] + F[1][l] * F[3][l];
+    c[l]            = F[2][l] * F[2][l] + F[3][l] * F[3][l];
+    const double dd = 0.5 * (a[l] - c[l]);
+    t[l]            = dd * dd + b[l] * b[l];
+  }
+  lanes_sqrt(t, r);
+  FOR_LANES(l)
+  {
+    const double dd = 0.5 * (a[l] - c[l]), det = F[0][l] * F[3][l] - F[1][l] * F[2][l];
+    lam[0][l]       = 0.5 * (a[l] + c[l]) + r[l];
+    lam[1][l]       = lam[0][l] > 0 ? det * det / lam[0][l] : 0.0;
+    vx[l]           = dd >= 0 ? dd + r[l] : b[l];
+    vy[l]           = dd >= 0 ? b[l] : r[l] - dd;
+    t[l]            = vx[l] * vx[l] + vy[l] * vy[l];
+  }
+  lanes_sqrt(t, nv);
+  FOR_LANES(l)
+  {
+    const int    iso = !(t[l] > 0);
+    const double cx = iso ? 1.0 : vx[l] / nv[l], cy = iso ? 0.0 : vy[l] / nv[l];
+    U[0][l] = cx, U[1][l] = -cy, U[2][l] = cy, U[3][l] = cx; /* columns: the eigenvectors of lam0, lam1 */
+  }
+}
+
+/* mpm_dp_update_vc in 2D on the lanes, as dp_update_lanes in 3D. */
+static void dp_update_lanes2(const MPMDruckerPragerParams *p, int nl, double *Fe, double *q, double *Jp, double *vc, double *tau, uint8_t *pcase)
+{
+  double       F[4][L], lam[2][L], U[4][L], eps[2][L], H[2][L], tr[L], nh[L], n2tip[L], dq[L], alpha[L], trap[L], qv[L], jv[L], vcv[L];
+  int          cs[L], plastic[L], any_plastic = 0;
+  const double coef = (2 * p->lambda + 2.0 * p->mu) / (2.0 * p->mu);
+
+  for (int l = 0; l < L; l++) { /* an undeformed particle in unused lanes */
+    for (int k = 0; k < 4; k++) F[k][l] = l < nl ? Fe[4 * l + k] : (double)(k == 0 || k == 3);
+    qv[l]  = l < nl ? q[l] : 0.0;
+    jv[l]  = l < nl ? Jp[l] : 1.0;
+    vcv[l] = l < nl && vc ? vc[l] : 0.0;
+  }
+  eig2_lanes(F, lam, U);
+  for (int k = 0; k < 2; k++) {
+    lanes_log(lam[k], eps[k]);
+    FOR_LANES(l) eps[k][l] *= 0.5; /* eps = ln(sqrt(lam)), plus the volume gained (T27) */
+  }
+  if (p->hardening)
+    for (int l = 0; l < L; l++) mpm_dp_cone(p, qv[l], &alpha[l], &trap[l]);
+  else
+    FOR_LANES(l)
+    {
+      alpha[l] = p->alpha0;
+      trap[l]  = p->tr_apex0;
+    }
+  FOR_LANES(l) /* mpm_dp_project's norms */
+  {
+    double n2 = 0, m2 = 0;
+    tr[l] = eps[0][l] + eps[1][l] + vcv[l];
+    for (int k = 0; k < 2; k++) {
+      const double ek = eps[k][l] + vcv[l] / 2, hat = ek - tr[l] / 2, e = ek - trap[l] / 2;
+      n2 += hat * hat;
+      m2 += e * e;
+    }
+    nh[l]    = n2;
+    n2tip[l] = m2;
+  }
+  lanes_sqrt(nh, nh);
+  lanes_sqrt(n2tip, n2tip);
+  FOR_LANES(l)
+  {
+    const double trs = tr[l] - trap[l];
+    const double dg  = nh[l] + coef * trs * alpha[l]; /* (K27) */
+    const int    tip = nh[l] == 0.0 || trs > 0.0;
+    cs[l]            = dg <= 0.0 ? MPM_CASE_ELASTIC : tip ? MPM_CASE_TIP : MPM_CASE_CONE;
+    plastic[l]       = cs[l] != MPM_CASE_ELASTIC || vcv[l] != 0.0;
+    for (int k = 0; k < 2; k++) {
+      const double ek = eps[k][l] + vcv[l] / 2, hat = ek - tr[l] / 2;
+      H[k][l]         = cs[l] == MPM_CASE_ELASTIC ? ek : cs[l] == MPM_CASE_TIP ? trap[l] / 2 : ek - dg * hat / nh[l]; /* (K28) */
+    }
+    dq[l] = cs[l] == MPM_CASE_ELASTIC ? 0.0 : cs[l] == MPM_CASE_TIP ? n2tip[l] : dg;
+    any_plastic |= plastic[l];
+  }
+  if (any_plastic) { /* F_E = U diag(exp(H - eps)) U^T F_E, Jp takes up the volume change, q += dq (K29) */
+    double x[3][L], e[3][L];
+    FOR_LANES(l)
+    {
+      x[0][l] = H[0][l] - eps[0][l];
+      x[1][l] = H[1][l] - eps[1][l];
+      x[2][l] = (eps[0][l] - H[0][l]) + (eps[1][l] - H[1][l]);
+    }
+    for (int k = 0; k < 3; k++) lanes_exp(x[k], e[k]);
+    FOR_LANES(l)
+    {
+      const double s00 = U[0][l] * U[0][l] * e[0][l] + U[1][l] * U[1][l] * e[1][l];
+      const double s01 = U[0][l] * U[2][l] * e[0][l] + U[1][l] * U[3][l] * e[1][l];
+      const double s11 = U[2][l] * U[2][l] * e[0][l] + U[3][l] * U[3][l] * e[1][l];
+      const double g[4] = {s00 * F[0][l] + s01 * F[2][l], s00 * F[1][l] + s01 * F[3][l], s01 * F[0][l] + s11 * F[2][l], s01 * F[1][l] + s11 * F[3][l]};
+      for (int k = 0; k < 4; k++) F[k][l] = plastic[l] ? g[k] : F[k][l];
+      jv[l] = plastic[l] ? jv[l] * e[2][l] : jv[l];
+      qv[l] += dq[l];
+      vcv[l] += x[2][l]; /* (T26) */
+    }
+    for (int l = 0; l < nl; l++) {
+      for (int k = 0; k < 4; k++) Fe[4 * l + k] = F[k][l];
+      q[l]  = qv[l];
+      Jp[l] = jv[l];
+      if (vc) vc[l] = vcv[l];
+    }
+  }
+  FOR_LANES(l) /* tau = U diag(2 mu H + lambda tr H) U^T, as hencky_tau() */
+  {
+    const double trH = H[0][l] + H[1][l], s0 = 2.0 * p->mu * H[0][l] + p->lambda * trH, s1 = 2.0 * p->mu * H[1][l] + p->lambda * trH;
+    const double t01 = U[0][l] * U[2][l] * s0 + U[1][l] * U[3][l] * s1;
+    F[0][l]          = U[0][l] * U[0][l] * s0 + U[1][l] * U[1][l] * s1;
+    F[1][l]          = t01;
+    F[2][l]          = t01;
+    F[3][l]          = U[2][l] * U[2][l] * s0 + U[3][l] * U[3][l] * s1;
+  }
+  for (int l = 0; l < nl; l++) {
+    for (int k = 0; k < 4; k++) tau[4 * l + k] = F[k][l];
+    pcase[l] = (uint8_t)cs[l];
+  }
+}
+
 void mpm_dp_update_n_vc(const MPMDruckerPragerParams *p, int n, double *Fe, double *q, double *Jp, double *vc, double *tau, uint8_t *pcase)
 {
-  const int d2 = p->dim * p->dim;
-  if (p->dim != 3) {
-    for (int i = 0; i < n; i++) pcase[i] = (uint8_t)mpm_dp_update_vc(p, Fe + d2 * i, &q[i], &Jp[i], vc ? &vc[i] : NULL, tau + d2 * i);
+  if (p->dim == 2) {
+    for (int i = 0; i < n; i += L) {
+      const int nl = n - i < L ? n - i : L;
+      dp_update_lanes2(p, nl, Fe + 4 * i, q + i, Jp + i, vc ? vc + i : NULL, tau + 4 * i, pcase + i);
+    }
     return;
   }
   for (int i = 0; i < n; i += L) {
