@@ -206,6 +206,21 @@ static double AddImpulse(double *imp, PetscInt d, const double *x, const double 
   return r2;
 }
 
+/* A domain face's signed distance at x, its normal and velocity (zero):
+ * what MPMPlacedShapeEval computes for the face's half space (an
+ * axis-aligned frame at rest: the frame's transforms multiply by 1 and
+ * add zeros), the same values without the transforms, which were most of
+ * the grid update's time on the many nodes away from every object. */
+static double FaceEval(const MPMCollider *w, PetscInt f, PetscInt d, const double *x, double *n, double *vb)
+{
+  const PetscInt a = f / 2;
+  for (PetscInt k = 0; k < d; k++) {
+    n[k]  = w->ps.shape.n[k];
+    vb[k] = 0.0;
+  }
+  return w->ps.shape.n[a] * (x[a] - w->ps.c[a]);
+}
+
 /* Every object acting on `species` in turn on the node velocity v at x;
  * when impulse is given, each object's impulse (the node's momentum change
  * reversed, -m dv) and its moment about the object's centre are added to
@@ -221,7 +236,7 @@ static MPMContact CollideNode(MPMColliders c, PetscInt species, const double *x,
     double             nl[3], vbl[3], before[3], J[3] = {0, 0, 0};
     const double      *g = geo && !obj->dynamic ? geo + o * (1 + 2 * d) : NULL, *n = g ? g + 1 : nl, *vb = g ? g + 1 + d : vbl;
     if (obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
-    const double phi = g ? g[0] : MPMPlacedShapeEval(&obj->ps, d, x, nl, vbl);
+    const double phi = g ? g[0] : o < c->nwalls ? FaceEval(obj, o, d, x, nl, vbl) : MPMPlacedShapeEval(&obj->ps, d, x, nl, vbl);
     for (PetscInt a = 0; a < d; a++) before[a] = v[a];
     const MPMContact acted = mpm_collide_node((int)d, obj->mode, obj->friction, phi, n, vb, dt, c->tol, v);
     if (acted == MPM_CONTACT_NONE) continue;
@@ -263,7 +278,7 @@ void MPMCollidersGeometry(MPMColliders c, PetscInt species, const double *x, dou
     const MPMCollider *obj = &c->obj[o];
     double            *g   = geo + o * (1 + 2 * c->dim);
     if (obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species) || obj->dynamic) continue;
-    g[0] = MPMPlacedShapeEval(&obj->ps, c->dim, x, g + 1, g + 1 + c->dim);
+    g[0] = o < c->nwalls ? FaceEval(obj, o, c->dim, x, g + 1, g + 1 + c->dim) : MPMPlacedShapeEval(&obj->ps, c->dim, x, g + 1, g + 1 + c->dim);
   }
 }
 

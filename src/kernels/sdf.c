@@ -293,6 +293,7 @@ MPMContact mpm_collide_node(int d, MPMBCMode mode, double mu, double phi, const 
     vn_new = 0.0; /* stay at the current depth */
   } else {
     /* separating: phi(x + dt v) >= min(phi(x), 0) */
+    if (!contact && vn >= 0) return MPM_CONTACT_NONE; /* moving away: vn >= 0 > -phi / dt, without the division */
     const double vmin = contact ? 0.0 : -phi / dt;
     if (vn >= vmin) return MPM_CONTACT_NONE;
     vn_new = vmin;
