@@ -221,6 +221,12 @@ static double FaceEval(const MPMCollider *w, PetscInt f, PetscInt d, const doubl
   return w->ps.shape.n[a] * (x[a] - w->ps.c[a]);
 }
 
+/* Object o's signed distance at x, normal and velocity there (vb given). */
+static double ObjectEval(const MPMColliders c, PetscInt o, const double *x, double *n, double *vb)
+{
+  return o < c->nwalls ? FaceEval(&c->obj[o], o, c->dim, x, n, vb) : MPMPlacedShapeEval(&c->obj[o].ps, c->dim, x, n, vb);
+}
+
 /* Every object acting on `species` in turn on the node velocity v at x;
  * when impulse is given, each object's impulse (the node's momentum change
  * reversed, -m dv) and its moment about the object's centre are added to
@@ -236,7 +242,7 @@ static MPMContact CollideNode(MPMColliders c, PetscInt species, const double *x,
     double             nl[3], vbl[3], before[3], J[3] = {0, 0, 0};
     const double      *g = geo && !obj->dynamic ? geo + o * (1 + 2 * d) : NULL, *n = g ? g + 1 : nl, *vb = g ? g + 1 + d : vbl;
     if (obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
-    const double phi = g ? g[0] : o < c->nwalls ? FaceEval(obj, o, d, x, nl, vbl) : MPMPlacedShapeEval(&obj->ps, d, x, nl, vbl);
+    const double phi = g ? g[0] : ObjectEval(c, o, x, nl, vbl);
     for (PetscInt a = 0; a < d; a++) before[a] = v[a];
     const MPMContact acted = mpm_collide_node((int)d, obj->mode, obj->friction, phi, n, vb, dt, c->tol, v);
     if (acted == MPM_CONTACT_NONE) continue;
@@ -278,7 +284,7 @@ void MPMCollidersGeometry(MPMColliders c, PetscInt species, const double *x, dou
     const MPMCollider *obj = &c->obj[o];
     double            *g   = geo + o * (1 + 2 * c->dim);
     if (obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species) || obj->dynamic) continue;
-    g[0] = o < c->nwalls ? FaceEval(obj, o, c->dim, x, g + 1, g + 1 + c->dim) : MPMPlacedShapeEval(&obj->ps, c->dim, x, g + 1, g + 1 + c->dim);
+    g[0] = ObjectEval(c, o, x, g + 1, g + 1 + c->dim);
   }
 }
 
@@ -291,7 +297,7 @@ static PetscInt Near(MPMColliders c, PetscInt species, const double *x, double r
     const MPMCollider *obj = &c->obj[o];
     double             n[3], vb[3];
     if ((bodies_only && !obj->dynamic) || obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
-    if (MPMPlacedShapeEval(&obj->ps, c->dim, x, n, vb) > reach) continue;
+    if (ObjectEval(c, o, x, n, vb) > reach) continue;
     k++;
     if (first) break;
   }
@@ -318,7 +324,7 @@ PetscInt MPMCollidersGrainContacts(MPMColliders c, PetscInt species, const doubl
     MPMGrainContact   *g   = &gc[k];
     double             vb[3];
     if (obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
-    g->phi = MPMPlacedShapeEval(&obj->ps, d, x, g->n, vb);
+    g->phi = ObjectEval(c, o, x, g->n, vb);
     if (g->phi >= reach) continue;
     g->o  = o;
     g->mu = MPMColliderFriction(obj);
@@ -378,7 +384,7 @@ void MPMCollidersProject(MPMColliders c, PetscInt species, const double *x, doub
     const MPMCollider *obj = &c->obj[o];
     double             n[3], vb[3], Q[9];
     if (obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
-    const double     phi   = MPMPlacedShapeEval(&obj->ps, d, x, n, vb);
+    const double     phi   = ObjectEval(c, o, x, n, vb);
     const MPMContact acted = mpm_collide_node((int)d, obj->mode, 0.0, phi, n, vb, dt, c->tol, v);
     if (acted == MPM_CONTACT_NONE) continue;
     if (obj->mode == MPM_BC_STICKY) {
@@ -408,7 +414,8 @@ double MPMCollidersFreeFraction(MPMColliders c, PetscInt species, const double *
     const MPMCollider *obj = &c->obj[o];
     double             n[3], vb[3];
     if (obj->mode == MPM_BC_NONE || (obj->species >= 0 && obj->species != species)) continue;
-    f *= PetscClipInterval(0.5 + MPMPlacedShapeEval(&obj->ps, c->dim, x, n, vb) / h, 0.0, 1.0);
+    const double phi = ObjectEval(c, o, x, n, vb); /* once: PetscClipInterval is a macro */
+    f *= PetscClipInterval(0.5 + phi / h, 0.0, 1.0);
   }
   return f;
 }
