@@ -477,15 +477,25 @@ typedef struct {
   double         p[3], r[3], rb[3], n[3], vs[3], gap, mu, lam, lt[3];
 } BodyContact;
 
-/* The object's point nearest the body's centre (the centre moved by -phi
- * along the normal there) as a contact: a box's face or a cylinder's side
- * resting on a convex object (a ball, a ridge) touches it between the
- * corners and rims ContactPoints gives, at that point.  Its gap is the
- * body's signed distance there; on a flat object it repeats the corners'. */
-static void ObjectPoint(MPMCollider *o, const MPMCollider *w, PetscInt d, double phic, const double *nc, BodyContact *b)
+/* The object's point nearest the body's centre as a contact: a box's face
+ * or a cylinder's side resting on a convex object (a ball, a ridge)
+ * touches it between the corners and rims ContactPoints gives, at that
+ * point.  The centre is moved by -phi along the normal, three times at
+ * most, and the point is kept only if it then lies on the surface (|phi|
+ * <= tol): exact distances land there at once; a mesh's samples clamped
+ * to their band, or a CSG intersection's lower bound, would otherwise give
+ * a point away from the object, inside the body, and a push from nothing.
+ * Its gap is the body's signed distance there; on a flat object it
+ * repeats the corners'.  Returns 0 when no point is kept. */
+static int ObjectPoint(MPMCollider *o, const MPMCollider *w, PetscInt d, double phic, const double *nc, double tol, BodyContact *b)
 {
-  double no[3];
-  for (PetscInt a = 0; a < d; a++) b->p[a] = o->ps.c[a] - phic * nc[a];
+  double no[3], phi = phic, n[3] = {nc[0], nc[1], nc[2]};
+  for (PetscInt a = 0; a < d; a++) b->p[a] = o->ps.c[a];
+  for (int it = 0; it < 3 && !(PetscAbsReal(phi) <= tol); it++) {
+    for (PetscInt a = 0; a < d; a++) b->p[a] -= phi * n[a];
+    phi = MPMPlacedShapeEval(&w->ps, d, b->p, n, b->vs);
+  }
+  if (!(PetscAbsReal(phi) <= tol)) return 0;
   b->gap = MPMPlacedShapeEval(&o->ps, d, b->p, no, NULL);
   MPMPlacedShapeEval(&w->ps, d, b->p, b->n, b->vs);
   for (PetscInt a = 0; a < d; a++) {
@@ -493,6 +503,7 @@ static void ObjectPoint(MPMCollider *o, const MPMCollider *w, PetscInt d, double
     b->rb[a] = b->p[a] - w->ps.c[a];
   }
   b->w = (ContactPartner){.vs = b->vs, .b = NULL, .rb = b->rb};
+  return 1;
 }
 
 /* Append body o's contact points on object f (a domain face, an object, or
@@ -527,12 +538,12 @@ static void BodyContacts(MPMColliders c, MPMCollider *o, PetscInt f, BodyContact
     b->w = (ContactPartner){.vs = b->vs, .b = w->dynamic ? w : NULL, .rb = b->rb};
   }
   if (!w->dynamic && f >= c->nwalls && np > 1) { /* a flat face or side on a convex object */
-    BodyContact *b = &bc[(*n)++];
+    BodyContact *b = &bc[*n];
     PetscMemzero(b, sizeof(*b));
-    b->o = o;
-    b->f = f;
+    b->o  = o;
+    b->f  = f;
     b->mu = MPMColliderFriction(w);
-    ObjectPoint(o, w, d, phic, nc, b);
+    if (ObjectPoint(o, w, d, phic, nc, 1e3 * c->tol, b)) (*n)++; /* on the surface to a thousandth of a cell */
   }
 }
 

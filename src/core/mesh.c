@@ -194,7 +194,7 @@ static PetscErrorCode MarkBricks(const Tris *T, const MPMShape *s, double band, 
         }
   }
   for (PetscInt b = 0; b < nb; b++) {
-    PetscCheck(m < PETSC_MAX_INT / BRICK3, PETSC_COMM_SELF, PETSC_ERR_SUP, "a mesh's signed distance needs more than %d bricks near its surface; choose a coarser spacing", (int)(PETSC_MAX_INT / BRICK3));
+    PetscCheck(m < PETSC_MAX_INT / BRICK3, PETSC_COMM_SELF, PETSC_ERR_SUP, "a mesh's signed distance needs more than %" PetscInt_FMT " bricks near its surface; choose a coarser spacing", (PetscInt)(PETSC_MAX_INT / BRICK3));
     bricks[b] = bricks[b] ? (int)m++ : MPM_BRICK_OUT;
   }
   *nnear = m;

@@ -56,6 +56,7 @@ static PetscErrorCode PolygonOptions(PetscOptionItems *PetscOptionsObject, Petsc
   PetscCheck(set && n >= 6 && n % 2 == 0 && n <= 2 * MPM_MAX_POLYGON, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%svertices needs at least 3 points as x0,y0,x1,y1,... (an even count of at most %d values), got %" PetscInt_FMT " values",
              prefix, 2 * MPM_MAX_POLYGON, set ? n : 0);
   for (PetscInt i = 0; i < n; i++) PetscCheck(isfinite(v[i]), PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%svertices must be finite numbers", prefix);
+  PetscCall(PetscRealloc(sizeof(double) * n, &v)); /* keep the vertices given, not the room for the most allowed */
   ps->data = v;
   s->pts   = v;
   s->np    = (int)(n / 2);

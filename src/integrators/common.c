@@ -139,7 +139,8 @@ double MPMIntegratorStiffening(MPMSpecies *sp, const MPMStressFields *f)
     q1 = MPMMaterialRunEnd(mat, q0, p->n);
     if (!m->ops.stiffening) continue;
     MPMMaterialsPoints(sp, &f->mf, f->f_tau, q0, &pts);
-    s = PetscMax(s, m->ops.stiffening(m, (int)(q1 - q0), &pts));
+    const double sm = m->ops.stiffening(m, (int)(q1 - q0), &pts); /* once: PetscMax is a macro */
+    s               = PetscMax(s, sm);
   }
   return s;
 }

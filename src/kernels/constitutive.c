@@ -333,7 +333,7 @@ static void dp_update_lanes2(const MPMDruckerPragerParams *p, int nl, double *Fe
   FOR_LANES(l) /* mpm_dp_project's norms */
   {
     double n2 = 0, m2 = 0;
-    tr[l] = eps[0][l] + eps[1][l] + vcv[l];
+    tr[l] = (eps[0][l] + vcv[l] / 2) + (eps[1][l] + vcv[l] / 2); /* the scalar projection's sum of H */
     for (int k = 0; k < 2; k++) {
       const double ek = eps[k][l] + vcv[l] / 2, hat = ek - tr[l] / 2, e = ek - trap[l] / 2;
       n2 += hat * hat;
