@@ -528,7 +528,8 @@ static void BodyContacts(MPMColliders c, MPMCollider *o, PetscInt f, BodyContact
     b->o = o;
     b->f = w->dynamic ? -1 : f;
     /* between two bodies the smaller coefficient, whichever is solved first */
-    b->mu = w->dynamic ? PetscMin(MPMColliderFriction(w), MPMColliderFriction(o)) : MPMColliderFriction(w);
+    const double muw = MPMColliderFriction(w), muo = MPMColliderFriction(o); /* once each: PetscMin is a macro */
+    b->mu            = w->dynamic ? PetscMin(muw, muo) : muw;
     for (int a = 0; a < 3; a++) b->p[a] = p[q][a];
     b->gap = MPMPlacedShapeEval(&w->ps, d, b->p, b->n, b->vs);
     for (PetscInt a = 0; a < d; a++) {

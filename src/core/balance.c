@@ -89,7 +89,10 @@ static PetscErrorCode PlaneWork(MPMSim sim, double *work)
   for (PetscInt s = 0; s < sim->nspecies; s++) {
     const MPMParticles *p = &sim->species[s]->p;
     const double       *x = MPMFieldReal(p, p->f_x);
-    for (PetscInt q = 0; q < p->n; q++) hist[PetscClipInterval(MPMLayoutParticleCell(g, x + q * sim->dim), 0, N - 1)]++;
+    for (PetscInt q = 0; q < p->n; q++) {
+      const PetscInt cell = MPMLayoutParticleCell(g, x + q * sim->dim); /* once: PetscClipInterval is a macro */
+      hist[PetscClipInterval(cell, 0, N - 1)]++;
+    }
   }
   PetscCall(PlaneWorkFrom(sim, hist, work));
   PetscCall(PetscFree(hist));

@@ -237,7 +237,10 @@ static PetscErrorCode PermuteGather(MPMParticles *p, const PetscInt *perm)
   char  *tmp;
 
   PetscFunctionBeginUser;
-  for (PetscInt f = 0; f < p->nfield; f++) smax = PetscMax(smax, MPMFieldSize(&p->field[f]));
+  for (PetscInt f = 0; f < p->nfield; f++) {
+    const size_t fs = MPMFieldSize(&p->field[f]); /* once: PetscMax is a macro */
+    smax            = PetscMax(smax, fs);
+  }
   PetscCall(PetscMalloc(smax * (size_t)p->n, &tmp));
   for (PetscInt f = 0; f < p->nfield; f++) {
     const size_t s    = MPMFieldSize(&p->field[f]);

@@ -155,7 +155,8 @@ static int64_t GlobalCell(const MPMLayout *l, const double *x)
 {
   int64_t key = 0;
   for (PetscInt a = l->dim - 1; a >= 0; a--) {
-    const PetscInt c = PetscClipInterval((PetscInt)floor(mpm_grid_coord(&l->box, (int)a, x[a])), 0, l->N[a] - 1);
+    const PetscInt c0 = (PetscInt)floor(mpm_grid_coord(&l->box, (int)a, x[a])); /* once: PetscClipInterval is a macro */
+    const PetscInt c  = PetscClipInterval(c0, 0, l->N[a] - 1);
     key              = key * l->N[a] + c;
   }
   return key;

@@ -190,7 +190,10 @@ static PetscErrorCode SeedRegion(MPMSim sim, PetscInt r, PetscInt *count, int64_
         if (R->sampling == MPM_SAMPLING_JITTER)
           Jitter(sim->seed, id, 0, R->jitter * s, d, x);
         if (count) {
-          if (hist) hist[PetscClipInterval(MPMLayoutParticleCell(&sim->layout, x), 0, sim->layout.N[sim->layout.slab_axis] - 1)]++;
+          if (hist) {
+            const PetscInt cell = MPMLayoutParticleCell(&sim->layout, x); /* once: PetscClipInterval is a macro */
+            hist[PetscClipInterval(cell, 0, sim->layout.N[sim->layout.slab_axis] - 1)]++;
+          }
           (*count)++;
           continue;
         }

@@ -109,15 +109,18 @@ double MPMIntegratorWaveSpeed(const MPMSim sim)
   for (PetscInt s = 0; s < sim->nspecies; s++)
     for (PetscInt m = 0; m < sim->species[s]->nmat; m++) {
       const MPMMaterial mat = sim->species[s]->mat[m];
-      c                     = PetscMax(c, mat->ops.wave_speed(mat, mat->density));
+      const double cm       = mat->ops.wave_speed(mat, mat->density); /* once: PetscMax is a macro */
+      c                     = PetscMax(c, cm);
     }
   for (PetscInt r = 0; r < sim->nreg; r++) {
     const MPMMaterial m = sim->species[sim->reg[r].species]->mat[sim->reg[r].mat];
-    c                   = PetscMax(c, m->ops.wave_speed(m, sim->reg[r].density * (1.0 - sim->reg[r].density_variation)));
+    const double      cm = m->ops.wave_speed(m, sim->reg[r].density * (1.0 - sim->reg[r].density_variation));
+    c                   = PetscMax(c, cm);
   }
   for (PetscInt e = 0; e < sim->nem; e++) {
     const MPMMaterial m = sim->species[sim->em[e].species]->mat[sim->em[e].mat];
-    c                   = PetscMax(c, m->ops.wave_speed(m, sim->em[e].density));
+    const double      cm = m->ops.wave_speed(m, sim->em[e].density);
+    c                   = PetscMax(c, cm);
   }
   return c;
 }

@@ -244,7 +244,8 @@ static double NonsmoothStableDt(MPMIntegrator integ, const MPMSim sim, double vm
   if (MPMIntegratorFixedDt(sim, why) > 0) return sim->dt_fixed;
   for (PetscInt a = 0; a < sim->dim; a++) g += sim->gravity[a] * sim->gravity[a];
   if (g > 0) dt = MPMDtMin(dt, why, sqrt(ns->cfl_gravity * h / sqrt(g)), MPM_DT_GRAVITY);
-  vmax = PetscMax(vmax, MPMCollidersBodiesSpeed(sim->colliders));
+  const double vbody = MPMCollidersBodiesSpeed(sim->colliders); /* once: PetscMax is a macro */
+  vmax               = PetscMax(vmax, vbody);
   if (vmax > 0) dt = MPMDtMin(dt, why, sim->cfl * h / vmax, MPM_DT_CFL);
   return dt;
 }

@@ -127,7 +127,10 @@ static PetscErrorCode DPCheckHardening(MPMMaterial m, const MPMDruckerPragerPara
              "-%s_friction_angle (or h0 of -%s_hardening) = %g deg is outside [0, 90) deg", m->name, m->name, p->h0 * 180 / PETSC_PI);
   PetscCheck(p->h3 >= 0 && p->h3 <= p->h0 && p->h1 >= 0 && p->h2 >= 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT,
              "-%s_hardening h0,h1,h2,h3 must satisfy h0 >= h3 >= 0 and h1, h2 >= 0 (Klar et al. 2016, eq. 30)", m->name);
-  for (int i = 0; i <= 4000; i++) phimax = PetscMax(phimax, mpm_dp_friction_angle(p, 0.01 * i));
+  for (int i = 0; i <= 4000; i++) {
+    const double phi = mpm_dp_friction_angle(p, 0.01 * i); /* once: PetscMax is a macro */
+    phimax           = PetscMax(phimax, phi);
+  }
   PetscCheck(phimax < PETSC_PI / 2, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_hardening reaches a friction angle of %g deg; it must stay below 90 deg", m->name,
              phimax * 180 / PETSC_PI);
   PetscCheck(p->cohesion >= 0, PETSC_COMM_WORLD, PETSC_ERR_USER_INPUT, "-%s_cohesion must be >= 0 Pa, got %g", m->name, p->cohesion);
