@@ -155,6 +155,20 @@ MPMPlasticCase mpm_dp_update_cohesion(const MPMDruckerPragerParams *p, double c,
  * gets the same case as from mpm_dp_update. */
 #define L MPM_LANES
 
+/* The cone (alpha, apex trace) at each lane's hardening state q; both
+ * lane kernels, 2D and 3D. */
+static void cone_lanes(const MPMDruckerPragerParams *p, const double *qv, double *alpha, double *trap)
+{
+  if (p->hardening)
+    for (int l = 0; l < L; l++) mpm_dp_cone(p, qv[l], &alpha[l], &trap[l]);
+  else
+    FOR_LANES(l)
+    {
+      alpha[l] = p->alpha0;
+      trap[l]  = p->tr_apex0;
+    }
+}
+
 static void dp_update_lanes(const MPMDruckerPragerParams *p, int nl, double *Fe, double *q, double *Jp, double *vc, double *tau, uint8_t *pcase)
 {
   double       F[9][L], A[6][L], lam[3][L], U[9][L], eps[3][L], ep[3][L], H[3][L], tr[L], nh[L], n2tip[L], dq[L], alpha[L], trap[L], qv[L], jv[L], vcv[L];
@@ -180,15 +194,7 @@ static void dp_update_lanes(const MPMDruckerPragerParams *p, int nl, double *Fe,
     for (int k = 0; k < 3; k++) FOR_LANES(l) ep[k][l] = eps[k][l] + vcv[l] / 3;
   double(*EP)[L] = vc ? ep : eps;
 
-  /* the cone at the lanes' hardening state */
-  if (p->hardening)
-    for (int l = 0; l < L; l++) mpm_dp_cone(p, qv[l], &alpha[l], &trap[l]);
-  else
-    FOR_LANES(l)
-    {
-      alpha[l] = p->alpha0;
-      trap[l]  = p->tr_apex0;
-    }
+  cone_lanes(p, qv, alpha, trap);
 
   /* mpm_dp_project: the norms of the deviatoric strain and of the strain
    * measured from the apex (the latter used by Case II only) */
@@ -322,14 +328,7 @@ static void dp_update_lanes2(const MPMDruckerPragerParams *p, int nl, double *Fe
     lanes_log(lam[k], eps[k]);
     FOR_LANES(l) eps[k][l] *= 0.5; /* eps = ln(sqrt(lam)), plus the volume gained (T27) */
   }
-  if (p->hardening)
-    for (int l = 0; l < L; l++) mpm_dp_cone(p, qv[l], &alpha[l], &trap[l]);
-  else
-    FOR_LANES(l)
-    {
-      alpha[l] = p->alpha0;
-      trap[l]  = p->tr_apex0;
-    }
+  cone_lanes(p, qv, alpha, trap);
   FOR_LANES(l) /* mpm_dp_project's norms */
   {
     double n2 = 0, m2 = 0;
