@@ -230,29 +230,7 @@ void MPMParticlesUnpackFields(MPMParticles *p, PetscInt start, PetscInt n, const
   }
 }
 
-/* Gather every field through one scratch array (a thorough reordering). */
-static PetscErrorCode PermuteGather(MPMParticles *p, const PetscInt *perm)
-{
-  size_t smax = 0;
-  char  *tmp;
-
-  PetscFunctionBeginUser;
-  for (PetscInt f = 0; f < p->nfield; f++) {
-    const size_t fs = MPMFieldSize(&p->field[f]); /* once: PetscMax is a macro */
-    smax            = PetscMax(smax, fs);
-  }
-  PetscCall(PetscMalloc(smax * (size_t)p->n, &tmp));
-  for (PetscInt f = 0; f < p->nfield; f++) {
-    const size_t s    = MPMFieldSize(&p->field[f]);
-    char        *base = (char *)p->field[f].data;
-    for (PetscInt q = 0; q < p->n; q++) copy_element(tmp + s * (size_t)q, base + s * (size_t)perm[q], s);
-    memcpy(base, tmp, s * (size_t)p->n);
-  }
-  PetscCall(PetscFree(tmp));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* Follow the permutation's cycles in place (few particles move). */
+/* Follow the permutation's cycles in place. */
 static PetscErrorCode PermuteCycles(MPMParticles *p, const PetscInt *perm)
 {
   PetscBT done;
@@ -277,21 +255,20 @@ static PetscErrorCode PermuteCycles(MPMParticles *p, const PetscInt *perm)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* New particle q is old particle perm[q].
- * Between two sorts most particles stay where they are: then the fields are
- * permuted in place, cycle by cycle (q <- perm[q] <- perm[perm[q]] ...),
- * touching only the particles that move and allocating nothing (a scratch
- * copy of the largest field costs a page fault every 4 KiB on each call).
- * A thorough reordering (the first sort after seeding) gathers through a
- * scratch array instead, which streams better than long cycles. */
+/* New particle q is old particle perm[q].  The fields are permuted in
+ * place, cycle by cycle (q <- perm[q] <- perm[perm[q]] ...), touching only
+ * the particles that move (between two sorts most stay where they are)
+ * and allocating one bit per particle.  A thorough reordering (the first
+ * sort after seeding) used to gather through a scratch copy of the largest
+ * field instead: 72 MB for the 1M-particle 3D benchmark, which set the
+ * run's peak memory, for 0.03 s saved once (docs/performance.md). */
 PetscErrorCode MPMParticlesPermute(MPMParticles *p, const PetscInt *perm)
 {
   PetscInt moved = 0;
 
   PetscFunctionBeginUser;
   for (PetscInt q = 0; q < p->n; q++) moved += perm[q] != q;
-  if (moved > p->n / 4) PetscCall(PermuteGather(p, perm));
-  else if (moved) PetscCall(PermuteCycles(p, perm));
+  if (moved) PetscCall(PermuteCycles(p, perm));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

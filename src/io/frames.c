@@ -22,19 +22,23 @@ static PetscInt OutputList(const MPMSpecies *sp, MPMOutputArray *list)
   for (PetscInt f = 0; f < p->nfield && n < MPM_MAX_OUTPUT; f++) {
     const MPMField *fd = &p->field[f];
     if (!(fd->flags & MPM_FIELD_OUTPUT)) continue;
-    list[n].name  = fd->output;
-    list[n].type  = fd->output_type;
-    list[n].ncomp = fd->pad3 ? 3 : fd->ncomp;
-    list[n].data  = NULL;
-    list[n].owned = PETSC_FALSE;
+    list[n].name    = fd->output;
+    list[n].type    = fd->output_type;
+    list[n].ncomp   = fd->pad3 ? 3 : fd->ncomp;
+    list[n].data    = NULL;
+    list[n].owned   = PETSC_FALSE;
+    list[n].field   = f;
+    list[n].derived = -1;
     n++;
   }
   for (PetscInt k = 0; k < sp->nderived && n < MPM_MAX_OUTPUT; k++) {
-    list[n].name  = sp->derived[k].name;
-    list[n].type  = MPM_FIELD_REAL;
-    list[n].ncomp = sp->derived[k].ncomp;
-    list[n].data  = NULL;
-    list[n].owned = PETSC_FALSE;
+    list[n].name    = sp->derived[k].name;
+    list[n].type    = MPM_FIELD_REAL;
+    list[n].ncomp   = sp->derived[k].ncomp;
+    list[n].data    = NULL;
+    list[n].owned   = PETSC_FALSE;
+    list[n].field   = -1;
+    list[n].derived = k;
     n++;
   }
   return n;
@@ -60,34 +64,49 @@ static void ConvertField(const MPMParticles *p, const MPMField *fd, int ncomp, v
     }
 }
 
-/* This rank's output arrays (MPMOutputArraysRestore frees them). */
+/* Is output array a written from its field's own storage (no copy)? */
+static PetscBool AsStored(const MPMSpecies *sp, const MPMOutputArray *a)
+{
+  const MPMField *fd = a->field >= 0 ? &sp->p.field[a->field] : NULL;
+  return fd && fd->type == fd->output_type && !fd->pad3 ? PETSC_TRUE : PETSC_FALSE;
+}
+
+/* The bytes of output array a as a copy (converted or derived). */
+static size_t CopyBytes(const MPMSpecies *sp, const MPMOutputArray *a) { return MPMFieldTypeSize(a->type) * (size_t)a->ncomp * (size_t)sp->p.n; }
+
+/* Output array a's data: the field's storage when written as stored, else
+ * converted or derived into buf (CopyBytes of it). */
+static PetscErrorCode OutputArrayData(MPMSpecies *sp, MPMOutputArray *a, void *buf)
+{
+  PetscFunctionBeginUser;
+  if (AsStored(sp, a)) {
+    a->data = sp->p.field[a->field].data;
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  a->data = buf;
+  if (a->field >= 0) ConvertField(&sp->p, &sp->p.field[a->field], a->ncomp, buf);
+  else PetscCall(sp->derived[a->derived].fn(sp->derived[a->derived].ctx, &sp->p, (double *)buf));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* This rank's output arrays, all at once (Catalyst takes them together;
+ * MPMOutputArraysRestore frees them). */
 PetscErrorCode MPMOutputArraysGet(MPMSpecies *sp, PetscInt *n, MPMOutputArray **arrays)
 {
-  const MPMParticles *p = &sp->p;
-  MPMOutputArray      list[MPM_MAX_OUTPUT];
-  PetscInt            k = 0;
+  MPMOutputArray list[MPM_MAX_OUTPUT];
 
   PetscFunctionBeginUser;
   *n = OutputList(sp, list);
   PetscCheck(*n < MPM_MAX_OUTPUT, PETSC_COMM_SELF, PETSC_ERR_SUP, "More than %d output arrays", MPM_MAX_OUTPUT - 1);
   PetscCall(PetscMalloc1(*n, arrays));
-  for (PetscInt f = 0; f < p->nfield; f++) {
-    const MPMField *fd = &p->field[f];
-    if (!(fd->flags & MPM_FIELD_OUTPUT)) continue;
+  for (PetscInt k = 0; k < *n; k++) {
+    void *buf = NULL;
     (*arrays)[k] = list[k];
-    if (fd->type == fd->output_type && !fd->pad3) (*arrays)[k].data = fd->data; /* written as stored: no copy */
-    else {
-      PetscCall(PetscMalloc(MPMFieldTypeSize(list[k].type) * (size_t)list[k].ncomp * (size_t)p->n + 8, &(*arrays)[k].data));
-      ConvertField(p, fd, list[k].ncomp, (*arrays)[k].data);
+    if (!AsStored(sp, &list[k])) {
+      PetscCall(PetscMalloc(CopyBytes(sp, &list[k]) + 8, &buf));
       (*arrays)[k].owned = PETSC_TRUE;
     }
-    k++;
-  }
-  for (PetscInt j = 0; j < sp->nderived; j++, k++) {
-    (*arrays)[k]       = list[k];
-    (*arrays)[k].owned = PETSC_TRUE;
-    PetscCall(PetscMalloc1((size_t)list[k].ncomp * (size_t)p->n + 1, (double **)&(*arrays)[k].data));
-    PetscCall(sp->derived[j].fn(sp->derived[j].ctx, p, (double *)(*arrays)[k].data));
+    PetscCall(OutputArrayData(sp, &(*arrays)[k], buf));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -184,27 +203,52 @@ static PetscErrorCode FrameAttributes(MPMSim sim, hid_t file)
 /* Every output array (computed before the file is created, so a failure
  * to allocate them touches no file), and the Polyvertex connectivity
  * 0..N-1 ParaView needs. */
-static PetscErrorCode WriteParticles(const MPMSim sim, PetscInt n, const MPMOutputArray *arr, const char *group, MPMH5File *F)
+/* Species sp's frame datasets, one array at a time through the scratch
+ * buf (OutputScratchBytes): a frame holds at most one converted or
+ * derived array besides the particles, not all of them at once. */
+static PetscErrorCode WriteParticles(const MPMSim sim, MPMSpecies *sp, void *buf, const char *group, MPMH5File *F)
 {
-  char name[2 * MPM_NAME_LEN + 64];
+  char           name[2 * MPM_NAME_LEN + 64];
+  MPMOutputArray list[MPM_MAX_OUTPUT];
+  const PetscInt n = OutputList(sp, list);
 
   PetscFunctionBeginUser;
   for (PetscInt k = 0; k < n; k++) {
-    if (!Selected(sim, arr[k].name)) continue;
-    PetscCall(PetscSNPrintf(name, sizeof(name), "%s%s", group, arr[k].name));
-    PetscCall(MPMH5WriteArrayAs(F, name, H5Type(arr[k].type), FileType(sim, arr[k].type), arr[k].ncomp, arr[k].data));
-    PetscCall(WriteUnits(F->file, name, Units(arr[k].name, sim->dim)));
+    if (!Selected(sim, list[k].name)) continue;
+    PetscCall(OutputArrayData(sp, &list[k], buf));
+    PetscCall(PetscSNPrintf(name, sizeof(name), "%s%s", group, list[k].name));
+    PetscCall(MPMH5WriteArrayAs(F, name, H5Type(list[k].type), FileType(sim, list[k].type), list[k].ncomp, list[k].data));
+    PetscCall(WriteUnits(F->file, name, Units(list[k].name, sim->dim)));
   }
   PetscCall(PetscSNPrintf(name, sizeof(name), "%sconnectivity", group));
   {
-    int64_t *conn;
-    PetscCall(PetscMalloc1(F->n + 1, &conn));
+    int64_t *conn = (int64_t *)buf;
     for (PetscInt q = 0; q < F->n; q++) conn[q] = F->offset + q;
     /* stored in 4 bytes a particle where they suffice (HDF5 converts) */
     PetscCall(MPMH5WriteArrayAs(F, name, H5T_NATIVE_INT64, F->total < INT32_MAX ? H5T_NATIVE_INT32 : H5T_NATIVE_INT64, 1, conn));
-    PetscCall(PetscFree(conn));
   }
   PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The scratch a frame needs: the largest copied array of any species, or
+ * the connectivity (8 bytes a particle).  Allocated before the file is
+ * created, so that running out of memory is our clear error, not a
+ * failure inside HDF5. */
+static size_t OutputScratchBytes(const MPMSim sim)
+{
+  size_t b = 8;
+  for (PetscInt s = 0; s < sim->nspecies; s++) {
+    MPMSpecies    *sp = sim->species[s];
+    MPMOutputArray list[MPM_MAX_OUTPUT];
+    const PetscInt n    = OutputList(sp, list);
+    const size_t   conn = 8 * (size_t)sp->p.n;
+    b                   = PetscMax(b, conn);
+    for (PetscInt k = 0; k < n; k++) {
+      const size_t c = Selected(sim, list[k].name) && !AsStored(sp, &list[k]) ? CopyBytes(sp, &list[k]) : 0;
+      b              = PetscMax(b, c);
+    }
+  }
+  return b + 8;
 }
 
 /* The HDF5 group of species s in frames and checkpoints: "" for the first
@@ -319,8 +363,7 @@ PetscErrorCode MPMOutputFrame(MPMSim sim)
 {
   char            path[PETSC_MAX_PATH_LEN], tmp[PETSC_MAX_PATH_LEN], group[MPM_NAME_LEN + 2];
   MPMH5File       F;
-  MPMOutputArray *arr[MPM_MAX_SPECIES];
-  PetscInt        na[MPM_MAX_SPECIES];
+  void           *buf;
   int64_t         total[MPM_MAX_SPECIES];
 
   PetscFunctionBeginUser;
@@ -328,7 +371,7 @@ PetscErrorCode MPMOutputFrame(MPMSim sim)
   PetscCall(PetscLogEventBegin(MPM_EVENT_OUTPUT, 0, 0, 0, 0));
   PetscCall(PetscSNPrintf(path, sizeof(path), "%s/frames/frame_%05" PetscInt_FMT ".h5", sim->outdir, sim->frame));
   PetscCall(PetscSNPrintf(tmp, sizeof(tmp), "%s.tmp", path));
-  for (PetscInt s = 0; s < sim->nspecies; s++) PetscCall(MPMOutputArraysGet(sim->species[s], &na[s], &arr[s]));
+  PetscCall(PetscMalloc(OutputScratchBytes(sim), &buf));
   PetscCall(MPMH5Create(sim->comm, tmp, &F));
   for (PetscInt s = 0; s < sim->nspecies; s++) {
     SpeciesGroup(sim, s, group, sizeof(group));
@@ -339,12 +382,12 @@ PetscErrorCode MPMOutputFrame(MPMSim sim)
     }
     F.n = sim->species[s]->p.n;
     PetscCall(MPMGlobalOffset(sim->comm, F.n, &F.offset, &F.total));
-    PetscCall(WriteParticles(sim, na[s], arr[s], group, &F));
+    PetscCall(WriteParticles(sim, sim->species[s], buf, group, &F));
     total[s] = F.total;
   }
   PetscCall(FrameAttributes(sim, F.file));
   PetscCall(MPMH5Close(&F));
-  for (PetscInt s = 0; s < sim->nspecies; s++) PetscCall(MPMOutputArraysRestore(na[s], &arr[s]));
+  PetscCall(PetscFree(buf));
   PetscCall(MPMBarrier(sim->comm)); /* every rank's data is in the file before it gets its final name */
   PetscCall(MPMRank0Outcome(sim, sim->rank == 0 ? FrameFinishRank0(sim, tmp, path, total) : PETSC_SUCCESS, "naming the frame, writing particles.xmf or the objects' surfaces"));
   sim->frame++;

@@ -47,6 +47,7 @@ typedef struct {
   int          ncomp;
   void        *data;  /* n x ncomp */
   PetscBool    owned; /* a converted copy (freed by MPMOutputArraysRestore), else the field's own storage */
+  PetscInt     field, derived; /* its source: a registered field, or a derived field (-1: not this kind) */
 } MPMOutputArray;
 
 PetscErrorCode MPMOutputArraysGet(MPMSpecies *sp, PetscInt *n, MPMOutputArray **arrays);
