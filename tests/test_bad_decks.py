@@ -136,6 +136,7 @@ CASES = [
     (["-integrator", "pbd", "-pbd_iterations", "0"], "-pbd_iterations must be in [1, 10000], got 0"),
     (["-integrator", "pbd", "-pbd_relaxation", "3"], "-pbd_relaxation must be in (0, 2], got 3"),
     (["-integrator", "pbd", "-pbd_chebyshev_rho", "1"], "-pbd_chebyshev_rho must be in [0, 1), got 1"),
+    (["-integrator", "pbd", "-pbd_stabilization_slop", "0.5"], "-pbd_stabilization_slop must be in [0, 0.5), got 0.5"),
     (["-integrator", "pbd", "-sand_type", "grain", "-sand_radius", "0.001", "-pbd_chebyshev_rho", "0.5", "-objects", "w", "-w_shape", "sphere", "-w_center", "0.3,0.2", "-w_radius", "0.02",
       "-w_dynamic", "-w_density", "1000"], "-pbd_chebyshev_rho 0.5: the Chebyshev acceleration does not move dynamic bodies (-<object>_dynamic); use -pbd_chebyshev_rho 0"),
     (["-integrator", "pbd", "-pbd_friction", "coulomb"], "Unknown option coulomb for -pbd_friction. Available options: seed accumulated"),

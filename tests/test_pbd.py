@@ -26,6 +26,11 @@ wall are unit-tested in test_kernels (section 15); here the whole solver:
 2b. Sleeping (-pbd_sleep_threshold 0.05 m/s, above g ds): two grains at
    rest in the air touch nothing, so they do not sleep: they fall 0.5 g t^2
    (within 1 %: symplectic Euler's 1/n).
+2c. The pre-stabilization's slop (-pbd_stabilization_slop s): a grain at
+   rest overlapping a floor object by 0.03 r, no gravity, one substep: the
+   overlap up to s r is left to the solve and becomes velocity, min(0.03,
+   s) r / ds (0, 0.1 and 0.15 m/s for s = 0, 0.02, 0.05, to 1e-12), the
+   rest goes without velocity; the grain ends on the floor either way.
 3. Rank invariance: the 2D column collapse (pbd_column_2d.yaml), 200 steps
    on 1, 2 and 3 ranks, with load balancing: every grain's position and
    velocity identical to the bit, no grain lost.
@@ -142,6 +147,19 @@ fs = frames(out)
 fall = by_id(fs[0])[1][:, 1] - by_id(fs[-1])[1][:, 1]
 c.close("sleeping (threshold 0.05 m/s > g ds = 0.005 m/s): grains at rest in the air fall 0.5 g t^2 at t=%g [m]" % fs[-1]["t"], fall.min(),
         0.5 * 9.81 * fs[-1]["t"] ** 2, rtol=0.01)
+
+# 2c. pre-stabilization's slop: a grain at rest overlapping a floor object by 0.03 r, no gravity, one substep.
+# The pre-stabilization removes the overlap beyond the slop without velocity; the solve removes the rest, as velocity.
+R, O, DS = 0.005, 0.00015, 0.001
+for slop in (0.0, 0.02, 0.05):
+    v_ref = min(O, slop * R) / DS
+    out = T.outdir("pbd_slop_%g" % slop)
+    T.run_deck("verification/pbd_two_grains.yaml", 1, out, "-a_velocity", "0,0", "-b_velocity", "0,0", "-objects", "floor", "-floor_shape", "box", "-floor_lo", "0.03,0.03",
+               "-floor_hi", "0.08,%.5f" % (0.055 - R + O), "-floor_mode", "separate", "-max_steps", 1, "-t_end", DS, "-output_dt", DS, "-pbd_substeps", 1,
+               "-pbd_stabilization_slop", slop)
+    ids, pos, vel = by_id(frames(out)[-1])
+    c.close("slop %g r: overlap 0.03 r left as velocity min(0.03, slop) r / ds [m/s]" % slop, vel[0, 1], v_ref, atol=1e-12)
+    c.close("slop %g r: the grain ends on the floor (top + r) [m]" % slop, pos[0, 1], 0.055 + O, atol=1e-15)
 
 # 3. rank invariance of the column collapse
 ref = None

@@ -48,7 +48,7 @@ typedef struct {
 
 typedef struct {
   PetscInt        substeps, iterations, stabilize;
-  double          relax, margin, sleep, shock, rho;
+  double          relax, margin, sleep, shock, rho, slop;
   PetscInt        delay;
   PetscBool       accumulated; /* -pbd_friction accumulated (else the seed's) */
   PetscInt        nmat;
@@ -110,6 +110,9 @@ static PetscErrorCode PBDOptions(MPMIntegrator integ, MPMSim sim)
   PetscCall(MPMOptionsReal("-relaxation", "Relaxation factor omega: a pair's correction is weighted by omega / (the larger contact count of its grains), in (0, 2] [-]", NULL, pb->relax, &pb->relax, NULL));
   PetscCall(MPMOptionsReal("-neighbor_margin", "Neighbour search distance beyond contact, in grain diameters, in [0, 1] [-]", NULL, pb->margin, &pb->margin, NULL));
   PetscCall(MPMOptionsReal("-sleep_threshold", "Grains touching a grain or an object and slower than this after a substep stay where they were, at rest (0: off) [m/s]", NULL, pb->sleep, &pb->sleep, NULL));
+  PetscCall(MPMOptionsReal("-stabilization_slop",
+                           "Overlap the pre-stabilization leaves to the solve, as a fraction of the grains' radii, in [0, 0.5): only the overlap beyond it is removed without becoming velocity [-]",
+                           NULL, pb->slop, &pb->slop, NULL));
   PetscCall(MPMOptionsReal("-shock_propagation", "Shock propagation k: the solve's inverse mass of a grain at height z is exp(-k z) / m (0: off) [1/m]", NULL, pb->shock, &pb->shock, NULL));
   PetscOptionsEnd();
   pb->accumulated = fr == 1 ? PETSC_TRUE : PETSC_FALSE;
@@ -129,6 +132,7 @@ static PetscErrorCode PBDCheck(MPMIntegrator integ, MPMSim sim)
   PetscCheck(pb->relax > 0 && pb->relax <= 2, sim->comm, PETSC_ERR_USER_INPUT, "-pbd_relaxation must be in (0, 2], got %g", pb->relax);
   PetscCheck(pb->margin >= 0 && pb->margin <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-pbd_neighbor_margin must be in [0, 1], got %g", pb->margin);
   PetscCheck(pb->sleep >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-pbd_sleep_threshold must be >= 0 m/s, got %g", pb->sleep);
+  PetscCheck(pb->slop >= 0 && pb->slop < 0.5, sim->comm, PETSC_ERR_USER_INPUT, "-pbd_stabilization_slop must be in [0, 0.5), got %g", pb->slop);
   PetscCheck(pb->shock >= 0, sim->comm, PETSC_ERR_USER_INPUT, "-pbd_shock_propagation must be >= 0 1/m, got %g", pb->shock);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -462,7 +466,7 @@ static double *WallSlot(double *slots, PetscInt o, PetscBool claim)
 static void WallsAveraged(PBD *pb, MPMSim sim, PetscInt i, double m, const double *from, const double *x, PetscInt cnt, PetscBool book, double ds, double *sum, PBDSweepStats *ss)
 {
   const PetscInt  d = sim->dim;
-  const double    r = pb->rec[i].r;
+  const double    r = pb->rec[i].r * (book ? 1.0 : 1.0 - pb->slop); /* pre-stabilization: the slop stays */
   MPMGrainContact gc[PBD_MAX_OBJECTS];
   const PetscInt  ng = MPMCollidersGrainContacts(sim->colliders, 0, from, x, r, book ? ds : 0.0, gc);
 
@@ -492,7 +496,7 @@ static void WallsAveraged(PBD *pb, MPMSim sim, PetscInt i, double m, const doubl
 static void WallsProjected(PBD *pb, MPMSim sim, PetscInt i, double m, const double *from, const double *x, PetscBool book, double ds, double *sum, PBDSweepStats *ss)
 {
   const PetscInt  d = sim->dim;
-  const double    r = pb->rec[i].r;
+  const double    r = pb->rec[i].r * (book ? 1.0 : 1.0 - pb->slop); /* pre-stabilization: the slop stays */
   double          y[3] = {0, 0, 0}, *lam[PBD_MAX_OBJECTS];
   PetscInt        act = 0;
   MPMGrainContact gc[PBD_MAX_OBJECTS];
@@ -542,12 +546,14 @@ static PetscErrorCode SweepGrains(PBD *pb, MPMSim sim, const double *pos, const 
 {
   const PetscInt d = sim->dim;
   const double  *m = MPMFieldReal(&sim->species[0]->p, sim->species[0]->p.f_m);
+  const double   shrink = book ? 1.0 : 1.0 - pb->slop; /* pre-stabilization (no booking) leaves the slop's overlap to the solve */
 
   PetscFunctionBeginUser;
   for (PetscInt l = 0; l < nlist; l++) {
     const PetscInt        i  = list ? list[l] : l;
     const PBDRecord      *ri = &pb->rec[i];
     const MPMGrainParams *gi = pb->grain[ri->mat];
+    const double          Ri = ri->r * shrink;
     const double         *xi = pos + i * d;
     double                sum[3] = {0, 0, 0}, da[3], db[3], *dxi = pb->dx + i * d;
     PetscInt              cnt    = 0;
@@ -555,24 +561,25 @@ static PetscErrorCode SweepGrains(PBD *pb, MPMSim sim, const double *pos, const 
       const PetscInt        j  = pb->nb[k];
       const PBDRecord      *rj = &pb->rec[j];
       const MPMGrainParams *gj = pb->grain[rj->mat];
+      const double          Rj = rj->r * shrink;
       const double          mus = 0.5 * (gi->mu_s + gj->mu_s), muk = 0.5 * (gi->mu_k + gj->mu_k);
       const PetscBool       first = ri->id < rj->id;
       const double          w     = pb->relax / PetscMax(pb->L[i], pb->L[j]);
       double                pen;
       if (pb->accumulated) {
         double *lam = pb->lam + 4 * k;
-        pen         = first ? mpm_pbd_pair_acc((int)d, xi, pos + j * d, from + i * d, from + j * d, ri->r, rj->r, ri->w, rj->w, mus, muk, w, lam, da, db)
-                            : mpm_pbd_pair_acc((int)d, pos + j * d, xi, from + j * d, from + i * d, rj->r, ri->r, rj->w, ri->w, mus, muk, w, lam, da, db);
+        pen         = first ? mpm_pbd_pair_acc((int)d, xi, pos + j * d, from + i * d, from + j * d, Ri, Rj, ri->w, rj->w, mus, muk, w, lam, da, db)
+                            : mpm_pbd_pair_acc((int)d, pos + j * d, xi, from + j * d, from + i * d, Rj, Ri, rj->w, ri->w, mus, muk, w, lam, da, db);
         for (PetscInt a = 0; a < d; a++) sum[a] += first ? da[a] : db[a]; /* weighted by the kernel; friction also once apart */
         if (!(pen > 0)) continue;
       } else {
-        pen = first ? mpm_pbd_pair((int)d, xi, pos + j * d, from + i * d, from + j * d, ri->r, rj->r, ri->w, rj->w, mus, muk, da, db)
-                    : mpm_pbd_pair((int)d, pos + j * d, xi, from + j * d, from + i * d, rj->r, ri->r, rj->w, ri->w, mus, muk, da, db);
+        pen = first ? mpm_pbd_pair((int)d, xi, pos + j * d, from + i * d, from + j * d, Ri, Rj, ri->w, rj->w, mus, muk, da, db)
+                    : mpm_pbd_pair((int)d, pos + j * d, xi, from + j * d, from + i * d, Rj, Ri, rj->w, ri->w, mus, muk, da, db);
         if (!(pen > 0)) continue;
         for (PetscInt a = 0; a < d; a++) sum[a] += w * (first ? da[a] : db[a]);
       }
       cnt++;
-      ss->overlap = PetscMax(ss->overlap, pen / PetscMin(ri->r, rj->r));
+      ss->overlap = PetscMax(ss->overlap, pen / PetscMin(Ri, Rj));
     }
     ss->contacts += cnt;
     if (pb->accumulated) WallsProjected(pb, sim, i, m[i], from + i * d, xi, book, ds, sum, ss);
