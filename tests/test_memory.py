@@ -1,8 +1,8 @@
 """Peak memory per particle, measured by the operating system.
 
 The 3D benchmark deck (inputs/bench_3d.yaml) at two cell sizes, 64,000 and
-512,000 particles, 2 steps with a frame, 1 rank: the slope of the peak
-resident memory (summary.json's peak_rss_bytes_max_rank) against the
+512,000 particles, 2 steps with frames, 1 rank: the slope of the peak
+resident memory (summary.json's peak_rss_bytes_total) against the
 particle count is the memory a particle costs at the run's peak, without
 the libraries' fixed share.  It must lie between the particle state
 (summary.json's state_bytes_per_particle: the floor) and 420 B: the state
