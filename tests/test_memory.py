@@ -7,7 +7,7 @@ particle count is the memory a particle costs at the run's peak, without
 the libraries' fixed share.  It must lie between the particle state
 (summary.json's state_bytes_per_particle: the floor) and 420 B: the state
 (309 B), the grid at 8 particles a cell (about 35 B a particle: 4 doubles
-a node, global and ghosted), the sort's keys and permutation (16 B), one
+a node, global and ghosted), the sort's keys and permutation (8 B), one
 frame's scratch array and smaller buffers.  Measured
 2026-11-27: 402 B; it was 444 B while the first sort gathered through a
 scratch copy of the largest field and a frame converted all its arrays at
