@@ -111,7 +111,7 @@ static PetscErrorCode PBDOptions(MPMIntegrator integ, MPMSim sim)
   PetscCall(MPMOptionsReal("-neighbor_margin", "Neighbour search distance beyond contact, in grain diameters, in [0, 1] [-]", NULL, pb->margin, &pb->margin, NULL));
   PetscCall(MPMOptionsReal("-sleep_threshold", "Grains touching a grain or an object and slower than this after a substep stay where they were, at rest (0: off) [m/s]", NULL, pb->sleep, &pb->sleep, NULL));
   PetscCall(MPMOptionsReal("-stabilization_slop",
-                           "Overlap the pre-stabilization leaves to the solve, as a fraction of the grains' radii, in [0, 0.5): only the overlap beyond it is removed without becoming velocity [-]",
+                           "Overlap the pre-stabilization leaves to the solve, as a fraction s of the contact distance (r_a + r_b for two grains, r on a wall or object), in [0, 0.5): only the overlap beyond it is removed without becoming velocity [-]",
                            NULL, pb->slop, &pb->slop, NULL));
   PetscCall(MPMOptionsReal("-shock_propagation", "Shock propagation k: the solve's inverse mass of a grain at height z is exp(-k z) / m (0: off) [1/m]", NULL, pb->shock, &pb->shock, NULL));
   PetscOptionsEnd();

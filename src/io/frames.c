@@ -200,12 +200,11 @@ static PetscErrorCode FrameAttributes(MPMSim sim, hid_t file)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Every output array (computed before the file is created, so a failure
- * to allocate them touches no file), and the Polyvertex connectivity
- * 0..N-1 ParaView needs. */
 /* Species sp's frame datasets, one array at a time through the scratch
- * buf (OutputScratchBytes): a frame holds at most one converted or
- * derived array besides the particles, not all of them at once. */
+ * buf (OutputScratchBytes, allocated before the file is created): a frame
+ * holds at most one converted or derived array besides the particles, not
+ * all of them at once; last the Polyvertex connectivity 0..N-1 ParaView
+ * needs, in the same scratch. */
 static PetscErrorCode WriteParticles(const MPMSim sim, MPMSpecies *sp, void *buf, const char *group, MPMH5File *F)
 {
   char           name[2 * MPM_NAME_LEN + 64];
