@@ -489,15 +489,19 @@ typedef struct {
  * repeats the corners'.  Returns 0 when no point is kept. */
 static int ObjectPoint(MPMCollider *o, const MPMCollider *w, PetscInt d, double phic, const double *nc, double tol, BodyContact *b)
 {
-  double no[3], phi = phic, n[3] = {nc[0], nc[1], nc[2]};
-  for (PetscInt a = 0; a < d; a++) b->p[a] = o->ps.c[a];
-  for (int it = 0; it < 3 && !(PetscAbsReal(phi) <= tol); it++) {
-    for (PetscInt a = 0; a < d; a++) b->p[a] -= phi * n[a];
-    phi = MPMPlacedShapeEval(&w->ps, d, b->p, n, b->vs);
+  double no[3], phi = phic;
+  int    it = 0;
+  for (PetscInt a = 0; a < d; a++) {
+    b->p[a] = o->ps.c[a];
+    b->n[a] = nc[a];
+  }
+  for (; it < 3 && !(PetscAbsReal(phi) <= tol); it++) { /* each step leaves the object's normal and velocity at the new point in b */
+    for (PetscInt a = 0; a < d; a++) b->p[a] -= phi * b->n[a];
+    phi = MPMPlacedShapeEval(&w->ps, d, b->p, b->n, b->vs);
   }
   if (!(PetscAbsReal(phi) <= tol)) return 0;
+  if (it == 0) MPMPlacedShapeEval(&w->ps, d, b->p, b->n, b->vs); /* the centre itself on the surface */
   b->gap = MPMPlacedShapeEval(&o->ps, d, b->p, no, NULL);
-  MPMPlacedShapeEval(&w->ps, d, b->p, b->n, b->vs);
   for (PetscInt a = 0; a < d; a++) {
     b->r[a]  = b->p[a] - o->ps.c[a];
     b->rb[a] = b->p[a] - w->ps.c[a];

@@ -458,6 +458,11 @@ static double *WallSlot(double *slots, PetscInt o, PetscBool claim)
   return NULL;
 }
 
+/* The factor on the grains' radii in a sweep: 1 in the solve (book), 1 -
+ * -pbd_stabilization_slop in the pre-stabilization, which leaves the
+ * slop's overlap to the solve. */
+static double RadiusScale(const PBD *pb, PetscBool book) { return book ? 1.0 : 1.0 - pb->slop; }
+
 /* The seed's objects: each one's contact and friction at grain i's (mass
  * m) position x (from: where the slip is measured from), weighted by omega /
  * max(L, cnt) (cnt: the grain's contacts in this sweep, the pairs' and
@@ -466,7 +471,7 @@ static double *WallSlot(double *slots, PetscInt o, PetscBool claim)
 static void WallsAveraged(PBD *pb, MPMSim sim, PetscInt i, double m, const double *from, const double *x, PetscInt cnt, PetscBool book, double ds, double *sum, PBDSweepStats *ss)
 {
   const PetscInt  d = sim->dim;
-  const double    r = pb->rec[i].r * (book ? 1.0 : 1.0 - pb->slop); /* pre-stabilization: the slop stays */
+  const double    r = pb->rec[i].r * RadiusScale(pb, book);
   MPMGrainContact gc[PBD_MAX_OBJECTS];
   const PetscInt  ng = MPMCollidersGrainContacts(sim->colliders, 0, from, x, r, book ? ds : 0.0, gc);
 
@@ -496,7 +501,7 @@ static void WallsAveraged(PBD *pb, MPMSim sim, PetscInt i, double m, const doubl
 static void WallsProjected(PBD *pb, MPMSim sim, PetscInt i, double m, const double *from, const double *x, PetscBool book, double ds, double *sum, PBDSweepStats *ss)
 {
   const PetscInt  d = sim->dim;
-  const double    r = pb->rec[i].r * (book ? 1.0 : 1.0 - pb->slop); /* pre-stabilization: the slop stays */
+  const double    r = pb->rec[i].r * RadiusScale(pb, book);
   double          y[3] = {0, 0, 0}, *lam[PBD_MAX_OBJECTS];
   PetscInt        act = 0;
   MPMGrainContact gc[PBD_MAX_OBJECTS];
@@ -546,7 +551,7 @@ static PetscErrorCode SweepGrains(PBD *pb, MPMSim sim, const double *pos, const 
 {
   const PetscInt d = sim->dim;
   const double  *m = MPMFieldReal(&sim->species[0]->p, sim->species[0]->p.f_m);
-  const double   shrink = book ? 1.0 : 1.0 - pb->slop; /* pre-stabilization (no booking) leaves the slop's overlap to the solve */
+  const double   shrink = RadiusScale(pb, book);
 
   PetscFunctionBeginUser;
   for (PetscInt l = 0; l < nlist; l++) {
