@@ -449,7 +449,10 @@ typedef enum { MPM_SHAPE_HALF_SPACE = 0, MPM_SHAPE_BOX, MPM_SHAPE_SPHERE, MPM_SH
  *               + MPM_BRICK (j' + MPM_BRICK k')], b = bricks[brick]), a
  *               brick farther than band from it holds +band (bricks[brick]
  *               = MPM_BRICK_OUT) or -band (MPM_BRICK_IN) everywhere, so the
- *               memory goes with the surface's area, not the box's volume */
+ *               memory goes with the surface's area, not the box's volume;
+ *               a near brick another rank stores (MPM_BRICK_ABSENT) reads
+ *               NaN, so a lookup outside this rank's part cannot pass
+ *               unnoticed */
 typedef struct {
   int           dim;
   MPMShapeType  type;
@@ -463,13 +466,14 @@ typedef struct {
   double        org[2], dh; /* heightfield origin (x, z) and spacing; the sampled grid's spacing */
   int           n3[3];      /* sampled grid points per axis */
   double        lo3[3];     /* sampled grid origin */
-  const int    *bricks;     /* sampled: per brick, its index in pts or MPM_BRICK_OUT / MPM_BRICK_IN */
+  const int    *bricks;     /* sampled: per brick, its index in pts or MPM_BRICK_OUT / IN / ABSENT */
   int           nb3[3];     /* sampled: bricks per axis */
   double        band;       /* sampled: |phi| beyond the band */
 } MPMShape;
 #define MPM_BRICK     8
 #define MPM_BRICK_OUT (-1)
 #define MPM_BRICK_IN  (-2)
+#define MPM_BRICK_ABSENT (-3)
 
 /* phi(x) and grad phi at a point x given in the shape frame. */
 double mpm_sdf(const MPMShape *s, const double *x, double *grad);

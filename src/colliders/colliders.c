@@ -112,6 +112,7 @@ static PetscErrorCode WarnPlacement(MPMSim sim, const MPMCollider *o)
       }
     PetscFunctionReturn(PETSC_SUCCESS);
   }
+  if (o->sliced) PetscFunctionReturn(PETSC_SUCCESS); /* a rank holds its mesh only near its slab, not at the corners */
   for (int k = 0; k < (1 << d); k++) { /* the domain's corners */
     double x[3] = {0, 0, 0};
     for (PetscInt a = 0; a < d; a++) x[a] = (k >> a) & 1 ? l->hi[a] : l->lo[a];
@@ -161,9 +162,93 @@ PetscErrorCode MPMCollidersCreate(MPMSim sim)
   for (PetscInt i = 0; i < n; i++) {
     PetscCall(ObjectSetUp(sim, &c->obj[c->nwalls + i], names[i]));
     if (c->obj[c->nwalls + i].dynamic) c->ndynamic++;
-    if (!sim->help) PetscCall(WarnPlacement(sim, &c->obj[c->nwalls + i]));
   }
+  for (PetscInt o = c->nwalls; o < c->nobj; o++) { /* the meshes: whole, or around the slab */
+    MPMCollider *obj = &c->obj[o];
+    PetscBool    still = PETSC_TRUE;
+    for (PetscInt a = 0; a < 3; a++)
+      if (obj->ps.vel[a] != 0 || obj->ps.omega[a] != 0) still = PETSC_FALSE;
+    obj->sliced = still && !obj->dynamic && c->ndynamic == 0 && sim->size > 1 && sim->slice_objects;
+    if (!obj->sliced) PetscCall(MPMPlacedShapeKeep(&obj->ps, sim->dim, -1, 0, 0)); /* the sliced ones: at the first MPMCollidersFitSlab, on the slabs as balanced */
+  }
+  if (sim->help)
+    for (PetscInt o = c->nwalls; o < c->nobj; o++) c->obj[o].sliced = PETSC_FALSE; /* nothing is evaluated */
   PetscCall(MPMOptionsFreeNames(names, n));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The world interval of rank r's slab along the slab axis, unbounded at
+ * the first and last slab (they take the grid's padding and beyond). */
+void MPMCollidersSlabInterval(const MPMSim sim, PetscInt r, double *lo, double *hi)
+{
+  const MPMLayout *l = &sim->layout;
+  const PetscInt   a = l->slab_axis;
+  *lo              = r == 0 ? -INFINITY : l->box.origin[a] + l->h * l->slab_start[r];
+  *hi              = r == sim->size - 1 ? INFINITY : l->box.origin[a] + l->h * l->slab_start[r + 1];
+}
+
+/* The lattice an object's picture is traced on: the domain cut to the
+ * object's bounding box (one cell more), spacing half a cell (a sphere of
+ * a few cells stays round) doubled while it would take more than 2e7
+ * samples.  Returns the spacing. */
+double MPMCollidersTraceLattice(const MPMSim sim, const MPMCollider *o, double *lo, double *hi)
+{
+  const PetscInt d = sim->dim;
+  double         bl[3], bh[3], h = 0.5 * sim->layout.h, nodes = 1;
+  PetscBool      bounded = MPMPlacedShapeBBox(&o->ps, d, bl, bh);
+  for (PetscInt a = 0; a < d; a++) {
+    lo[a] = sim->layout.lo[a];
+    hi[a] = sim->layout.hi[a];
+    if (bounded) {
+      lo[a] = PetscMax(lo[a], bl[a] - sim->layout.h);
+      hi[a] = PetscMin(hi[a], bh[a] + sim->layout.h);
+    }
+  }
+  for (PetscInt a = 0; a < d; a++) nodes *= PetscMax(0.0, floor((hi[a] - lo[a]) / h)) + 2;
+  while (nodes > 2e7) {
+    h *= 2;
+    nodes /= d == 3 ? 8 : 4;
+  }
+  return h;
+}
+
+/* Each sliced object holds its meshes on the bricks that reach this
+ * rank's slab widened by a margin: the ghost nodes (the stencil's 2 cells)
+ * and one cell more (particles cross at most a cell a step before they
+ * migrate), or a cell of the picture's lattice and one more.  When the
+ * slab moves past what is held, or away from it by more than twice what
+ * it spares, it is sampled again with an eighth of the slab's width to
+ * spare, so that small moves of a rebalance cost nothing.
+ * Also the guard: no evaluation may have met a brick not held. */
+PetscErrorCode MPMCollidersFitSlab(MPMSim sim)
+{
+  MPMColliders c = sim->colliders;
+  const double h = sim->layout.h;
+  double       lo, hi, x[3];
+
+  PetscFunctionBeginUser;
+  const int64_t misses = MPMPlacedShapeMisses(x);
+  PetscCheck(!misses, PETSC_COMM_SELF, PETSC_ERR_PLIB, "rank %d: %lld evaluations of an object at points outside the part of its mesh this rank holds, the first at (%g, %g, %g); rerun with -slice_objects false and report it",
+             sim->rank, (long long)misses, x[0], x[1], x[2]);
+  MPMCollidersSlabInterval(sim, sim->rank, &lo, &hi);
+  for (PetscInt o = c->nwalls; o < c->nobj; o++) {
+    MPMCollider *obj = &c->obj[o];
+    double       bl[3], bh[3], klo, khi;
+    PetscInt     axis;
+    if (!obj->sliced) continue;
+    const double ht = MPMCollidersTraceLattice(sim, obj, bl, bh);
+    const double m  = PetscMax((MPM_GHOST_WIDTH + 1) * h, ht + h);
+    const double need_lo = lo - m, need_hi = hi + m, spare = PetscMax(h, 0.125 * (isfinite(hi - lo) ? hi - lo : 0.0));
+    if (MPMPlacedShapePartial(&obj->ps, &axis, &klo, &khi) && axis == sim->layout.slab_axis && klo <= need_lo && khi >= need_hi && !(klo < need_lo - 2 * spare) &&
+        !(khi > need_hi + 2 * spare))
+      continue; /* covered, and not by far more than needed */
+    PetscCall(PetscInfo(NULL, "object %s: slab [%g, %g], keeps [%g, %g] along %c\n", obj->name, lo, hi, need_lo - spare, need_hi + spare, "xyz"[sim->layout.slab_axis]));
+    PetscCall(MPMPlacedShapeKeep(&obj->ps, sim->dim, sim->layout.slab_axis, need_lo - spare, need_hi + spare));
+  }
+  if (!c->placed) { /* after the sampling: a half space's test evaluates it */
+    for (PetscInt o = c->nwalls; o < c->nobj; o++) PetscCall(WarnPlacement(sim, &c->obj[o]));
+    c->placed = PETSC_TRUE;
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -171,7 +256,10 @@ PetscErrorCode MPMCollidersDestroy(MPMColliders *c)
 {
   PetscFunctionBeginUser;
   if (!*c) PetscFunctionReturn(PETSC_SUCCESS);
-  for (PetscInt o = 0; o < (*c)->nobj; o++) PetscCall(MPMPlacedShapeDestroy(&(*c)->obj[o].ps));
+  for (PetscInt o = 0; o < (*c)->nobj; o++) {
+    PetscCall(MPMPlacedShapeDestroy(&(*c)->obj[o].ps));
+    PetscCall(PetscFree((*c)->obj[o].trace));
+  }
   PetscCall(PetscFree((*c)->obj));
   PetscCall(PetscFree((*c)->impulse));
   PetscCall(PetscFree((*c)->last));

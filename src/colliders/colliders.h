@@ -20,6 +20,13 @@ typedef struct {
   double    torque[3];            /* applied torque [N m] (2D: [2]) */
   double    vfree[3], wfree[3];   /* this step's velocities before the grains act */
   double    csave[3], Rsave[9];   /* the frame at a position-based substep's start (MPMCollidersBodiesAhead) */
+  /* An object that stands still, in a run without dynamic bodies, holds
+   * only the part of its meshes around this rank's slab (resampled when
+   * the slab moves: MPMCollidersFitSlab); its picture is traced by every
+   * rank on its slab once and kept on rank 0 (io/surfaces.c). */
+  PetscBool sliced, traced;
+  double   *trace;
+  PetscInt  ntrace;
 } MPMCollider;
 
 struct _p_MPMColliders {
@@ -39,12 +46,16 @@ struct _p_MPMColliders {
    * its time [s]: what a barrier must take. */
   double      *total;
   PetscInt     ndynamic;
+  PetscBool    placed; /* the first MPMCollidersFitSlab has run (and warned of misplaced objects) */
   double      *trial; /* per object, this rank's owned nodes, during a solve: impulse (6), contact mass, contact m r^2 */
   double      *mark;  /* impulse before the step's final collision, then the collision's own */
 };
 
 PetscErrorCode MPMCollidersCreate(MPMSim sim);
 PetscErrorCode MPMCollidersDestroy(MPMColliders *c);
+PetscErrorCode MPMCollidersFitSlab(MPMSim sim);
+double         MPMCollidersTraceLattice(const MPMSim sim, const MPMCollider *o, double *lo, double *hi);
+void           MPMCollidersSlabInterval(const MPMSim sim, PetscInt rank, double *lo, double *hi);
 void           MPMCollidersAtTime(MPMColliders c, double t);
 MPMContact     MPMCollidersApply(MPMColliders c, PetscInt species, const double *x, double m, double dt, double *v);
 MPMContact     MPMCollidersVelocity(MPMColliders c, PetscInt species, const double *geo, const double *x, double m, double dt, PetscBool owned, double *v);

@@ -227,13 +227,26 @@ typedef struct MPMPlacedShape_ {
   struct MPMPlacedShape_ *parts;
   double                  *data;   /* polygon vertices, terrain heights, a mesh's near-surface samples (shape.pts points here) */
   int                     *bricks; /* a mesh's brick table (shape.bricks points here) */
-  double                   stored_bytes; /* a mesh's samples and brick table */
+  double                   stored_bytes; /* a mesh's samples, brick table and triangles */
+  double                  *tris;         /* a mesh's triangles in its frame (9 values each), to sample it again */
+  PetscInt                 ntris;
+  PetscBool                kept;               /* a mesh: sampled (MPMPlacedShapeKeep) */
+  PetscInt                 keep_axis;          /* its samples reach [keep_lo, keep_hi] along this world axis; -1: all of them */
+  double                   keep_lo, keep_hi;   /* [m] */
 } MPMPlacedShape;
 
 PetscErrorCode MPMShapeFromOptions(MPI_Comm comm, PetscInt dim, const char *prefix, const char *title, PetscBool allow_half_space, PetscBool allow_motion, MPMPlacedShape *ps);
 PetscErrorCode MPMPlacedShapeDestroy(MPMPlacedShape *ps);
 double         MPMPlacedShapeBytes(const MPMPlacedShape *ps);
 PetscErrorCode MPMShapeMeshLoad(const char *path, const char *opt, double scale, double spacing, MPMPlacedShape *ps); /* mesh.c */
+/* mesh.c: sample the shape's meshes (MPMShapeFromOptions only reads them;
+ * until sampled they read NaN) on the near-surface bricks that reach the
+ * world interval [lo, hi] along axis, or on all of them (axis < 0); a
+ * no-op where it holds just that already.  MPMPlacedShapePartial:
+ * whether a mesh of the shape is held only in part, and which interval. */
+PetscErrorCode MPMPlacedShapeKeep(MPMPlacedShape *ps, PetscInt dim, PetscInt axis, double lo, double hi);
+PetscBool      MPMPlacedShapePartial(const MPMPlacedShape *ps, PetscInt *axis, double *lo, double *hi);
+int64_t        MPMPlacedShapeMisses(double *x); /* shape.c: evaluations that met a brick not held (the first point in x) */
 void           MPMPlacedShapeAtTime(MPMPlacedShape *ps, PetscInt dim, double t);
 void           MPMPlacedShapeAdvance(MPMPlacedShape *ps, PetscInt dim, double dt);
 double         MPMPlacedShapeEval(const MPMPlacedShape *ps, PetscInt dim, const double *x, double *grad, double *vb);
@@ -242,6 +255,7 @@ PetscBool      MPMPlacedShapeBBox(const MPMPlacedShape *ps, PetscInt dim, double
  * lattice of spacing h: *npieces segments (2D) or triangles (3D), each dim
  * points of 3 coordinates in *pts (PetscFree it) */
 PetscErrorCode MPMPlacedShapeSurface(const MPMPlacedShape *ps, PetscInt dim, const double *lo, const double *hi, double h, PetscInt *npieces, double **pts);
+PetscErrorCode MPMPlacedShapeSurfaceCells(const MPMPlacedShape *ps, PetscInt dim, const double *lo, const double *hi, double h, PetscInt axis, PetscInt c0, PetscInt c1, PetscInt *npieces, double **pts);
 
 /* ----------------------------------------------------- seeding and inflow */
 typedef enum { MPM_SAMPLING_LATTICE = 0, MPM_SAMPLING_JITTER } MPMSampling;
@@ -392,6 +406,7 @@ struct _p_MPMSim {
   PetscLogDouble monitor_last;             /* wall time of the last monitor line */
   PetscInt    step, max_steps, frame, sort_interval, history_interval;
   PetscBool   delete_outside, help;
+  PetscBool   slice_objects; /* still mesh objects hold only their slab's part (colliders.c) */
   uint64_t    seed;
   int64_t     n_global, n_deleted, n_emitted;
   int64_t     n_split, n_merged; /* particles split in two, pairs merged (resample.c): ids of split halves count from n_split */
@@ -513,6 +528,7 @@ PetscErrorCode MPMGlobalSumInt64(MPI_Comm comm, int64_t *buf, PetscInt n);
 PetscErrorCode MPMGlobalOffset(MPI_Comm comm, int64_t local, int64_t *offset, int64_t *total);
 PetscErrorCode MPMAllGatherInt64(MPI_Comm comm, int64_t value, int64_t *all);
 PetscErrorCode MPMAllGatherVInt64(MPI_Comm comm, PetscInt n, const int64_t *values, int64_t *total, int64_t **all);
+PetscErrorCode MPMGatherVDouble(MPI_Comm comm, PetscInt n, const double *values, int64_t *total, double **all);
 PetscErrorCode MPMBarrier(MPI_Comm comm);
 PetscErrorCode MPMBroadcastInt(MPI_Comm comm, int *value);
 PetscErrorCode MPMBroadcastString(MPI_Comm comm, char *buf, size_t len);

@@ -7,8 +7,12 @@
  * sign) need; the sign comes from the parity of a ray's crossings along
  * +x, row by row.  The mesh must be closed (watertight).  Only the bricks
  * of samples within the band are stored (kernels.h: the sampled shape),
- * so a mesh costs memory in proportion to its area; every rank samples
- * the whole mesh, like terrain files. */
+ * so a mesh costs memory in proportion to its area.  Loading reads the
+ * triangles and keeps them; MPMPlacedShapeKeep samples, either the whole
+ * band or only the bricks that reach a world interval along one axis (an
+ * object that stands still keeps its rank's slab, colliders.c), and
+ * samples again when the interval moves.  A sample's value does not
+ * depend on the interval, so neither do the results. */
 #include "core.h"
 #include <stdio.h>
 #include <string.h>
@@ -170,20 +174,42 @@ static double  *SampleOf(const MPMShape *s, double *pool, const int *bricks, int
   return pool + (size_t)bricks[BrickOf(s, i, j, k)] * BRICK3 + i % MPM_BRICK + MPM_BRICK * (j % MPM_BRICK + MPM_BRICK * (k % MPM_BRICK));
 }
 
+/* The world interval [lo, hi] along axis of the bricks a rank stores
+ * (axis < 0: all), and the mesh frame's placement in the world: x_world
+ * = c + R x (R row-major 3 x 3). */
+typedef struct {
+  PetscInt axis;
+  double   lo, hi, c[3], R[9];
+} Keep;
+
+/* Does brick (i, j, k) of side `side` reach the kept interval?  Its
+ * extent along the axis, placed in the world, is tested (the samples it
+ * interpolates from reach to the next brick's first: one spacing more). */
+static PetscBool BrickKept(const Keep *kp, const MPMShape *s, int i, int j, int k, double side)
+{
+  if (kp->axis < 0) return PETSC_TRUE;
+  const double  q[3] = {s->lo3[0] + (i + 0.5) * side, s->lo3[1] + (j + 0.5) * side, s->lo3[2] + (k + 0.5) * side};
+  const double *Ra = kp->R + 3 * kp->axis, w = kp->c[kp->axis] + Ra[0] * q[0] + Ra[1] * q[1] + Ra[2] * q[2];
+  const double  r = (0.5 * side + s->dh) * (fabs(Ra[0]) + fabs(Ra[1]) + fabs(Ra[2]));
+  return w + r >= kp->lo && w - r <= kp->hi ? PETSC_TRUE : PETSC_FALSE;
+}
+
 /* The bricks within band of a triangle are stored (numbered in brick
- * order); the others are marked far (their sign comes later).  A brick
- * is near when its centre is within band + half its diagonal of a
- * triangle, so each of its samples that is within band of one lies in a
- * near brick.  Returns the number stored. */
-static PetscErrorCode MarkBricks(const Tris *T, const MPMShape *s, double band, int *bricks, PetscInt *nnear)
+ * order) when they reach the kept interval, absent when not; the others
+ * are marked far (their sign comes later).  A brick is near when its
+ * centre is within band + half its diagonal of a triangle, so each of its
+ * samples that is within band of one lies in a near brick.  Returns the
+ * number stored. */
+static PetscErrorCode MarkBricks(const double *tris, PetscInt ntris, const MPMShape *s, const Keep *kp, double band, int *bricks, PetscInt *nnear)
 {
   const PetscInt nb = (PetscInt)s->nb3[0] * s->nb3[1] * s->nb3[2];
   const double   side = MPM_BRICK * s->dh, reach = (band + 0.5 * sqrt(3.0) * side) * (1 + 1e-9); /* slack for rounding */
   PetscInt       m  = 0;
 
   PetscFunctionBeginUser;
-  for (PetscInt t = 0; t < T->n; t++) {
-    const double *a = T->t + 9 * t;
+  for (PetscInt b = 0; b < nb; b++) bricks[b] = 0;
+  for (PetscInt t = 0; t < ntris; t++) {
+    const double *a = tris + 9 * t;
     int           lo[3], hi[3];
     TriRange(a, a + 3, a + 6, s, band, lo, hi);
     for (int k = lo[2] / MPM_BRICK; k <= hi[2] / MPM_BRICK; k++)
@@ -195,7 +221,9 @@ static PetscErrorCode MarkBricks(const Tris *T, const MPMShape *s, double band, 
   }
   for (PetscInt b = 0; b < nb; b++) {
     PetscCheck(m < PETSC_MAX_INT / BRICK3, PETSC_COMM_SELF, PETSC_ERR_SUP, "a mesh's signed distance needs more than %" PetscInt_FMT " bricks near its surface; choose a coarser spacing", (PetscInt)(PETSC_MAX_INT / BRICK3));
-    bricks[b] = bricks[b] ? (int)m++ : MPM_BRICK_OUT;
+    const int i = (int)(b % s->nb3[0]), j = (int)((b / s->nb3[0]) % s->nb3[1]), k = (int)(b / ((PetscInt)s->nb3[0] * s->nb3[1]));
+    if (!bricks[b]) bricks[b] = MPM_BRICK_OUT;
+    else bricks[b] = BrickKept(kp, s, i, j, k, side) ? (int)m++ : MPM_BRICK_ABSENT;
   }
   *nnear = m;
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -203,16 +231,16 @@ static PetscErrorCode MarkBricks(const Tris *T, const MPMShape *s, double band, 
 
 /* Unsigned distances within the band (the band beyond it), in the stored
  * bricks: every sample within band of a triangle lies in one. */
-static void SampleDistances(const Tris *T, const MPMShape *s, const int *bricks, double band, double *pool)
+static void SampleDistances(const double *tris, PetscInt ntris, const MPMShape *s, const int *bricks, double band, double *pool)
 {
-  for (PetscInt t = 0; t < T->n; t++) {
-    const double *a = T->t + 9 * t, *b = a + 3, *c = a + 6;
+  for (PetscInt t = 0; t < ntris; t++) {
+    const double *a = tris + 9 * t, *b = a + 3, *c = a + 6;
     int           lo[3], hi[3];
     TriRange(a, b, c, s, band, lo, hi);
     for (int k = lo[2]; k <= hi[2]; k++)
       for (int j = lo[1]; j <= hi[1]; j++)
         for (int i = lo[0]; i <= hi[0]; i++) {
-          if (bricks[BrickOf(s, i, j, k)] < 0) continue; /* farther than band from every triangle */
+          if (bricks[BrickOf(s, i, j, k)] < 0) continue; /* farther than band from every triangle, or not kept */
           const double p[3] = {s->lo3[0] + i * s->dh, s->lo3[1] + j * s->dh, s->lo3[2] + k * s->dh};
           const double d    = sqrt(TriDist2(p, a, b, c));
           double      *v    = SampleOf(s, pool, bricks, i, j, k);
@@ -229,8 +257,10 @@ static int CmpDouble(const void *a, const void *b) { return (*(const double *)a 
  * fraction of a spacing, so they do not pass through edges or vertices of
  * meshes built on round coordinates.  A far brick takes the sign of its
  * first sample: no surface passes through it (every sample is at least
- * band = 3 spacings from one), so all its samples have that sign. */
-static PetscErrorCode SampleSigns(const Tris *T, const MPMShape *s, int *bricks, double *pool)
+ * band = 3 spacings from one), so all its samples have that sign.  Every
+ * row is walked whole, so a sample's sign is the same whichever part of
+ * the mesh a rank keeps. */
+static PetscErrorCode SampleSigns(const double *tris, PetscInt ntris, const MPMShape *s, int *bricks, double *pool)
 {
   const int    *n = s->n3;
   const PetscInt rows = (PetscInt)n[1] * n[2];
@@ -241,8 +271,8 @@ static PetscErrorCode SampleSigns(const Tris *T, const MPMShape *s, int *bricks,
   PetscFunctionBeginUser;
   PetscCall(PetscCalloc2(rows + 1, &start, rows, &fill));
   for (int pass = 0; pass < 2; pass++) { /* count the crossings per row, then record them */
-    for (PetscInt t = 0; t < T->n; t++) {
-      const double *a = T->t + 9 * t, *b = a + 3, *c = a + 6;
+    for (PetscInt t = 0; t < ntris; t++) {
+      const double *a = tris + 9 * t, *b = a + 3, *c = a + 6;
       const double  det = (b[1] - a[1]) * (c[2] - a[2]) - (c[1] - a[1]) * (b[2] - a[2]);
       if (det == 0) continue; /* edge-on to the rays */
       const double ymn = PetscMin(a[1], PetscMin(b[1], c[1])), ymx = PetscMax(a[1], PetscMax(b[1], c[1]));
@@ -278,7 +308,7 @@ static PetscErrorCode SampleSigns(const Tris *T, const MPMShape *s, int *bricks,
         while (c < m && h[c] < x) c++;
         if (*b >= 0) {
           if (c % 2) *SampleOf(s, pool, bricks, i, j, k) *= -1;
-        } else if (i % MPM_BRICK == 0 && j % MPM_BRICK == 0 && k % MPM_BRICK == 0) *b = c % 2 ? MPM_BRICK_IN : MPM_BRICK_OUT;
+        } else if (*b != MPM_BRICK_ABSENT && i % MPM_BRICK == 0 && j % MPM_BRICK == 0 && k % MPM_BRICK == 0) *b = c % 2 ? MPM_BRICK_IN : MPM_BRICK_OUT;
       }
     }
   PetscCall(PetscFree2(start, fill));
@@ -287,7 +317,9 @@ static PetscErrorCode SampleSigns(const Tris *T, const MPMShape *s, int *bricks,
 }
 
 /* The mesh in file `path` (STL or OBJ), times scale, as a sampled shape of
- * spacing h (<= 0: its largest extent / 96), in the shape's frame. */
+ * spacing h (<= 0: its largest extent / 96), in the shape's frame: the
+ * triangles and the lattice; MPMPlacedShapeKeep samples it.  Until then
+ * every brick is absent (reads NaN). */
 PetscErrorCode MPMShapeMeshLoad(const char *path, const char *opt, double scale, double h, MPMPlacedShape *ps)
 {
   Tris        T   = {NULL, 0, 0};
@@ -295,7 +327,7 @@ PetscErrorCode MPMShapeMeshLoad(const char *path, const char *opt, double scale,
   MPMShape   *s   = &ps->shape;
   double      lo[3] = {INFINITY, INFINITY, INFINITY}, hi[3] = {-INFINITY, -INFINITY, -INFINITY}, ext_max = 0, band;
   double      total;
-  PetscInt    nnear;
+  PetscInt    nb;
 
   PetscFunctionBeginUser;
   if (ext && (!strcmp(ext, ".obj") || !strcmp(ext, ".OBJ"))) PetscCall(ReadObj(path, opt, &T));
@@ -320,17 +352,84 @@ PetscErrorCode MPMShapeMeshLoad(const char *path, const char *opt, double scale,
   s->dh   = h;
   s->band = band;
   for (int k = 0; k < 3; k++) s->nb3[k] = (s->n3[k] + MPM_BRICK - 1) / MPM_BRICK;
-  PetscCall(PetscCalloc1((PetscInt)s->nb3[0] * s->nb3[1] * s->nb3[2], &ps->bricks));
-  PetscCall(MarkBricks(&T, s, band, ps->bricks, &nnear));
-  PetscCall(PetscMalloc1(nnear * BRICK3 + 1, &ps->data));
-  for (PetscInt q = 0; q < nnear * BRICK3; q++) ps->data[q] = band;
-  s->pts    = ps->data;
+  nb = (PetscInt)s->nb3[0] * s->nb3[1] * s->nb3[2];
+  PetscCall(PetscMalloc1(nb, &ps->bricks));
+  for (PetscInt b = 0; b < nb; b++) ps->bricks[b] = MPM_BRICK_ABSENT;
   s->bricks = ps->bricks;
-  SampleDistances(&T, s, ps->bricks, band, ps->data);
-  PetscCall(SampleSigns(&T, s, ps->bricks, ps->data));
-  PetscCall(PetscInfo(NULL, "%s %s: %" PetscInt_FMT " triangles, %d x %d x %d samples at %g m, %" PetscInt_FMT " of %d bricks near the surface stored (%.3g MB)\n", opt, path, T.n, s->n3[0], s->n3[1], s->n3[2], h, nnear,
-                      s->nb3[0] * s->nb3[1] * s->nb3[2], (double)nnear * BRICK3 * sizeof(double) / 1e6));
-  ps->stored_bytes = (double)nnear * BRICK3 * sizeof(double) + (double)s->nb3[0] * s->nb3[1] * s->nb3[2] * sizeof(int);
-  PetscCall(PetscFree(T.t));
+  ps->tris  = T.t;
+  ps->ntris = T.n;
+  ps->kept  = PETSC_FALSE;
+  PetscCall(PetscInfo(NULL, "%s %s: %" PetscInt_FMT " triangles, %d x %d x %d samples at %g m\n", opt, path, T.n, s->n3[0], s->n3[1], s->n3[2], h));
   PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Sample a mesh's band on the bricks kp keeps (kept before: replaced). */
+static PetscErrorCode MeshSample(MPMPlacedShape *ps, const Keep *kp)
+{
+  MPMShape *s = &ps->shape;
+  PetscInt  nnear, nb = (PetscInt)s->nb3[0] * s->nb3[1] * s->nb3[2];
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscFree(ps->data));
+  PetscCall(MarkBricks(ps->tris, ps->ntris, s, kp, s->band, ps->bricks, &nnear));
+  PetscCall(PetscMalloc1(nnear * BRICK3 + 1, &ps->data));
+  for (PetscInt q = 0; q < nnear * BRICK3; q++) ps->data[q] = s->band;
+  s->pts = ps->data;
+  SampleDistances(ps->tris, ps->ntris, s, ps->bricks, s->band, ps->data);
+  PetscCall(SampleSigns(ps->tris, ps->ntris, s, ps->bricks, ps->data));
+  ps->stored_bytes = (double)nnear * BRICK3 * sizeof(double) + (double)nb * sizeof(int) + 9.0 * ps->ntris * sizeof(double);
+  ps->kept         = PETSC_TRUE;
+  ps->keep_axis    = kp->axis;
+  ps->keep_lo      = kp->lo;
+  ps->keep_hi      = kp->hi;
+  PetscCall(PetscInfo(NULL, "mesh: %" PetscInt_FMT " of %" PetscInt_FMT " bricks stored (%.3g MB)%s\n", nnear, nb, (double)nnear * BRICK3 * sizeof(double) / 1e6, kp->axis >= 0 ? ", this rank's part" : ""));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Every mesh in the shape's tree (constructive parts included), placed by
+ * (c, R) in the world (x_world = c + R x_frame, 3 x 3 row-major): sampled
+ * on the bricks that reach [lo, hi] along axis (axis < 0: all of them),
+ * unless it holds just that already. */
+static PetscErrorCode KeepTree(MPMPlacedShape *ps, PetscInt d, const double *c, const double *R, PetscInt axis, double lo, double hi)
+{
+  double cw[3], Rw[9];
+
+  PetscFunctionBeginUser;
+  for (PetscInt a = 0; a < 3; a++) { /* this shape's frame in the world: c + R c_ps, R R_ps */
+    cw[a] = c[a];
+    for (PetscInt b = 0; b < d; b++) cw[a] += R[3 * a + b] * ps->c[b];
+    for (PetscInt b = 0; b < 3; b++) {
+      Rw[3 * a + b] = 0;
+      for (PetscInt k = 0; k < d && b < d; k++) Rw[3 * a + b] += R[3 * a + k] * ps->R[k * d + b];
+    }
+  }
+  for (PetscInt i = 0; i < ps->nparts; i++) PetscCall(KeepTree(&ps->parts[i], d, cw, Rw, axis, lo, hi));
+  if (!ps->tris) PetscFunctionReturn(PETSC_SUCCESS);
+  if (ps->kept && ps->keep_axis == axis && (axis < 0 || (ps->keep_lo == lo && ps->keep_hi == hi))) PetscFunctionReturn(PETSC_SUCCESS); /* held already */
+  Keep kp = {axis, lo, hi, {0, 0, 0}, {0}};
+  for (PetscInt a = 0; a < 3; a++) kp.c[a] = cw[a];
+  for (PetscInt a = 0; a < 9; a++) kp.R[a] = Rw[a];
+  PetscCall(MeshSample(ps, &kp));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMPlacedShapeKeep(MPMPlacedShape *ps, PetscInt d, PetscInt axis, double lo, double hi)
+{
+  const double c[3] = {0, 0, 0}, R[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};
+
+  PetscFunctionBeginUser;
+  PetscCall(KeepTree(ps, d, c, R, axis, lo, hi));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Does the shape keep only part of a mesh (and which interval)? */
+PetscBool MPMPlacedShapePartial(const MPMPlacedShape *ps, PetscInt *axis, double *lo, double *hi)
+{
+  if (ps->tris && ps->kept && ps->keep_axis >= 0) {
+    *axis = ps->keep_axis, *lo = ps->keep_lo, *hi = ps->keep_hi;
+    return PETSC_TRUE;
+  }
+  for (PetscInt i = 0; i < ps->nparts; i++)
+    if (MPMPlacedShapePartial(&ps->parts[i], axis, lo, hi)) return PETSC_TRUE;
+  return PETSC_FALSE;
 }

@@ -465,6 +465,37 @@ PetscErrorCode MPMAllGatherVInt64(MPI_Comm comm, PetscInt n, const int64_t *valu
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Every rank's n doubles, rank by rank, on rank 0 in *all (PetscMalloc'd
+ * there, *total values; NULL and 0 elsewhere; the caller frees it). */
+PetscErrorCode MPMGatherVDouble(MPI_Comm comm, PetscInt n, const double *values, int64_t *total, double **all)
+{
+  PetscMPIInt size, rank, *counts = NULL, *displs = NULL, mine = (PetscMPIInt)n;
+  int64_t     sum = 0;
+
+  PetscFunctionBeginUser;
+  PetscCallMPI(MPI_Comm_size(comm, &size));
+  PetscCallMPI(MPI_Comm_rank(comm, &rank));
+  PetscCheck(n < INT32_MAX, PETSC_COMM_SELF, PETSC_ERR_SUP, "MPMGatherVDouble: %" PetscInt_FMT " values overflow MPI's counts", n);
+  if (!rank) PetscCall(PetscMalloc2(size, &counts, size, &displs));
+  PetscCallMPI(MPI_Gather(&mine, 1, MPI_INT, counts, 1, MPI_INT, 0, comm));
+  *all   = NULL;
+  *total = 0;
+  if (!rank) {
+    for (PetscMPIInt r = 0; r < size; r++) {
+      displs[r] = (PetscMPIInt)sum;
+      sum += counts[r];
+    }
+  }
+  int over = sum >= INT32_MAX; /* every rank must learn it, or they would hang in the gather */
+  PetscCallMPI(MPI_Bcast(&over, 1, MPI_INT, 0, comm));
+  PetscCheck(!over, comm, PETSC_ERR_SUP, "MPMGatherVDouble: more values than MPI's counts hold");
+  if (!rank) PetscCall(PetscMalloc1(sum + 1, all));
+  PetscCallMPI(MPI_Gatherv(values, mine, MPI_DOUBLE, *all, counts, displs, MPI_DOUBLE, 0, comm));
+  if (!rank) *total = sum;
+  PetscCall(PetscFree2(counts, displs));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 PetscErrorCode MPMBarrier(MPI_Comm comm)
 {
   PetscFunctionBeginUser;

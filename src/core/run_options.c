@@ -69,6 +69,9 @@ PetscErrorCode MPMRunOptionsRead(MPMSim sim)
   PetscCall(PetscOptionsBool("-delete_outside", "Delete (and count) particles that leave the domain instead of stopping with an error", NULL, sim->delete_outside, &sim->delete_outside,
                              NULL));
   PetscCall(MPMOptionsInt("-seed", "Seed of the particle jitter", NULL, seed, &seed, NULL));
+  sim->slice_objects = PETSC_TRUE;
+  PetscCall(PetscOptionsBool("-slice_objects", "A mesh object that stands still keeps on each rank only the part around its slab (false: every rank holds all of it); the results are the same", NULL,
+                             sim->slice_objects, &sim->slice_objects, NULL));
   PetscOptionsEnd();
   sim->seed = (uint64_t)seed;
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -43,6 +43,7 @@ static PetscErrorCode RegionSetUp(MPMSim sim, PetscInt r, const char *name)
   PetscCall(PetscSNPrintf(prefix, sizeof(prefix), "%s_", name));
   PetscCall(PetscSNPrintf(title, sizeof(title), "Region '%s'", name));
   PetscCall(MPMShapeFromOptions(sim->comm, sim->dim, prefix, title, PETSC_FALSE, PETSC_FALSE, &R->ps));
+  PetscCall(MPMPlacedShapeKeep(&R->ps, sim->dim, -1, 0, 0)); /* a region is seeded and counted across the whole domain */
   if (sim->species[0]->nmat) PetscCall(PetscStrncpy(mname, sim->species[0]->matinfo[0].name, sizeof(mname)));
   R->ppc    = 2;
   R->jitter = 0.5;

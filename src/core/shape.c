@@ -426,6 +426,7 @@ PetscErrorCode MPMPlacedShapeDestroy(MPMPlacedShape *ps)
   PetscCall(PetscFree(ps->parts));
   PetscCall(PetscFree(ps->data));
   PetscCall(PetscFree(ps->bricks));
+  PetscCall(PetscFree(ps->tris));
   ps->nparts = 0;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -562,6 +563,17 @@ static double CsgEval(const MPMPlacedShape *ps, PetscInt d, const double *x, dou
   return phi;
 }
 
+/* Evaluations at a finite point that read a mesh brick this rank does not
+ * hold (NaN): none may happen; MPMPlacedShapeMisses reports them. */
+static int64_t miss_count;
+static double  miss_x[3];
+
+int64_t MPMPlacedShapeMisses(double *x)
+{
+  for (PetscInt a = 0; a < 3; a++) x[a] = miss_x[a];
+  return miss_count;
+}
+
 /* phi and its gradient at world point x, and the body velocity there. */
 double MPMPlacedShapeEval(const MPMPlacedShape *ps, PetscInt d, const double *x, double *grad, double *vb)
 {
@@ -570,6 +582,10 @@ double MPMPlacedShapeEval(const MPMPlacedShape *ps, PetscInt d, const double *x,
   for (PetscInt a = 0; a < d; a++)
     for (PetscInt b = 0; b < d; b++) xl[a] += ps->R[b * d + a] * r[b]; /* R^T r */
   phi = ps->op == MPM_CSG_NONE ? mpm_sdf(&ps->shape, xl, gl) : CsgEval(ps, d, xl, gl);
+  if (PetscUnlikely(phi != phi) && isfinite(r[0] + r[1] + r[2])) {
+    if (!miss_count++)
+      for (PetscInt a = 0; a < 3; a++) miss_x[a] = a < d ? x[a] : 0.0;
+  }
   for (PetscInt a = 0; a < d; a++) {
     grad[a] = 0;
     for (PetscInt b = 0; b < d; b++) grad[a] += ps->R[a * d + b] * gl[b];

@@ -55,7 +55,9 @@ static int Simplex(int d, double (*x)[3], const double *p, double *pts)
   return 2;
 }
 
-PetscErrorCode MPMPlacedShapeSurface(const MPMPlacedShape *ps, PetscInt d, const double *lo, const double *hi, double h, PetscInt *npieces, double **pts)
+/* The cells [c0, c1) along axis of the lattice over [lo, hi] (a rank's
+ * share of the picture when it holds only its part of a mesh). */
+PetscErrorCode MPMPlacedShapeSurfaceCells(const MPMPlacedShape *ps, PetscInt d, const double *lo, const double *hi, double h, PetscInt axis, PetscInt c0, PetscInt c1, PetscInt *npieces, double **pts)
 {
   /* the cube's corners (bit a of the index: +h along axis a) and its 6 tetrahedra about the diagonal 0-7 */
   static const int tets[6][4] = {
@@ -70,29 +72,38 @@ PetscErrorCode MPMPlacedShapeSurface(const MPMPlacedShape *ps, PetscInt d, const
     {0, 1, 3},
     {0, 3, 2}
   };
-  PetscInt n[3] = {1, 1, 1}, cap = 0, np = 0;
+  PetscInt n[3] = {1, 1, 1}, s0[3] = {0, 0, 0}, m[3], cap = 0, np = 0;
   double  *phi, *out = NULL;
 
   PetscFunctionBeginUser;
   for (PetscInt a = 0; a < d; a++) n[a] = PetscMax(2, (PetscInt)ceil((hi[a] - lo[a]) / h - 1e-9) + 1);
-  PetscCall(PetscMalloc1(n[0] * n[1] * n[2], &phi));
-  for (PetscInt k = 0; k < n[2]; k++)
-    for (PetscInt j = 0; j < n[1]; j++)
-      for (PetscInt i = 0; i < n[0]; i++) {
-        const double x[3] = {PetscMin(lo[0] + i * h, hi[0]), PetscMin(lo[1] + j * h, hi[1]), d == 3 ? PetscMin(lo[2] + k * h, hi[2]) : 0.0};
-        double       g[3];
-        phi[(k * n[1] + j) * n[0] + i] = MPMPlacedShapeEval(ps, d, x, g, NULL);
+  c0 = PetscMax(c0, 0);
+  c1 = PetscMin(c1, n[axis] - 1);
+  *npieces = 0;
+  *pts     = NULL;
+  if (c1 <= c0) PetscFunctionReturn(PETSC_SUCCESS);
+  for (PetscInt a = 0; a < 3; a++) m[a] = n[a]; /* the nodes held: s0 .. s0 + m - 1 */
+  s0[axis] = c0;
+  m[axis]  = c1 - c0 + 1;
+  PetscCall(PetscMalloc1(m[0] * m[1] * m[2], &phi));
+  for (PetscInt k = 0; k < m[2]; k++)
+    for (PetscInt j = 0; j < m[1]; j++)
+      for (PetscInt i = 0; i < m[0]; i++) {
+        const PetscInt ii = s0[0] + i, jj = s0[1] + j, kk = s0[2] + k;
+        const double   x[3] = {PetscMin(lo[0] + ii * h, hi[0]), PetscMin(lo[1] + jj * h, hi[1]), d == 3 ? PetscMin(lo[2] + kk * h, hi[2]) : 0.0};
+        double         g[3];
+        phi[(k * m[1] + j) * m[0] + i] = MPMPlacedShapeEval(ps, d, x, g, NULL);
       }
-  for (PetscInt k = 0; k < (d == 3 ? n[2] - 1 : 1); k++)
-    for (PetscInt j = 0; j < n[1] - 1; j++)
-      for (PetscInt i = 0; i < n[0] - 1; i++) {
+  for (PetscInt k = 0; k < (d == 3 ? m[2] - 1 : 1); k++)
+    for (PetscInt j = 0; j < m[1] - 1; j++)
+      for (PetscInt i = 0; i < m[0] - 1; i++) {
         double x[8][3], p[8];
         for (int c = 0; c < (1 << d); c++) {
           const PetscInt ii = i + (c & 1), jj = j + (c >> 1 & 1), kk = k + (d == 3 ? (c >> 2 & 1) : 0);
-          x[c][0] = PetscMin(lo[0] + ii * h, hi[0]);
-          x[c][1] = PetscMin(lo[1] + jj * h, hi[1]);
-          x[c][2] = d == 3 ? PetscMin(lo[2] + kk * h, hi[2]) : 0.0;
-          p[c]    = phi[(kk * n[1] + jj) * n[0] + ii];
+          x[c][0] = PetscMin(lo[0] + (s0[0] + ii) * h, hi[0]);
+          x[c][1] = PetscMin(lo[1] + (s0[1] + jj) * h, hi[1]);
+          x[c][2] = d == 3 ? PetscMin(lo[2] + (s0[2] + kk) * h, hi[2]) : 0.0;
+          p[c]    = phi[(kk * m[1] + jj) * m[0] + ii];
         }
         for (int s = 0; s < (d == 3 ? 6 : 2); s++) {
           double xs[4][3], psx[4];
@@ -111,5 +122,12 @@ PetscErrorCode MPMPlacedShapeSurface(const MPMPlacedShape *ps, PetscInt d, const
   PetscCall(PetscFree(phi));
   *npieces = np;
   *pts     = out;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+PetscErrorCode MPMPlacedShapeSurface(const MPMPlacedShape *ps, PetscInt d, const double *lo, const double *hi, double h, PetscInt *npieces, double **pts)
+{
+  PetscFunctionBeginUser;
+  PetscCall(MPMPlacedShapeSurfaceCells(ps, d, lo, hi, h, 0, 0, PETSC_MAX_INT, npieces, pts));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

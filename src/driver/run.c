@@ -221,6 +221,7 @@ static PetscErrorCode InitialState(MPMSim sim)
 
   PetscFunctionBeginUser;
   PetscCall(MPMBalanceInitial(sim, PETSC_FALSE));
+  PetscCall(MPMCollidersFitSlab(sim)); /* the objects' meshes around the slabs as balanced */
   PetscCall(MPMSeedRegions(sim));
   PetscCall(WarnSeededInside(sim));
   PetscCall(MPMMaterialsInitialState(sim));
@@ -419,6 +420,8 @@ static PetscErrorCode StartState(MPMSim sim)
   PetscCall(MPMCheckpointRestart(sim, &restarted));
   PetscCall(MPMOutputSetUp(sim, restarted));
   if (!restarted) PetscCall(InitialState(sim));
+  else PetscCall(MPMCollidersFitSlab(sim)); /* the slabs as the checkpoint left them */
+  PetscCall(MPMObjectsTraceStill(sim));
   PetscCall(PrintSetup(sim));
   if (!restarted) PetscCall(OutputAll(sim));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -444,6 +447,7 @@ PetscErrorCode MPMRun(MPMSim sim)
     PetscCall(Step(sim));
     if (sim->exit_code == MPM_EXIT_NONFINITE) break; /* the final frame below shows the state */
     PetscCall(MPMBalanceAfterStep(sim));
+    PetscCall(MPMCollidersFitSlab(sim));
     PetscCall(MPMCatalystCoProcess(sim));
     PetscCall(OutputAfterStep(sim, &t0));
     PetscCall(Monitor(sim));

@@ -36,6 +36,7 @@ PetscErrorCode MPMOutputWriteXdmf(MPMSim sim);
 PetscErrorCode MPMOutputObjects(MPMSim sim); /* surfaces.c: the objects' surfaces and objects.xmf (rank 0) */
 PetscBool      MPMObjectMoving(const MPMCollider *o);
 PetscErrorCode MPMObjectTrace(const MPMSim sim, const MPMCollider *o, PetscInt *n, double **pts);
+PetscErrorCode MPMObjectsTraceStill(MPMSim sim);
 PetscErrorCode MPMWriteFileAtomic(const char *path, const char *text);
 
 /* One output array of this rank's particles, as written to frames and handed

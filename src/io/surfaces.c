@@ -22,43 +22,61 @@ PetscBool MPMObjectMoving(const MPMCollider *o)
   return o->dynamic;
 }
 
-/* The box the object is traced in: the domain, cut to the object's
- * bounding box (one cell more) when it has one. */
-static void TraceBox(const MPMSim sim, const MPMCollider *o, double *lo, double *hi)
-{
-  double    bl[3], bh[3];
-  PetscBool bounded = MPMPlacedShapeBBox(&o->ps, sim->dim, bl, bh);
-  for (PetscInt a = 0; a < sim->dim; a++) {
-    lo[a] = sim->layout.lo[a];
-    hi[a] = sim->layout.hi[a];
-    if (bounded) {
-      lo[a] = PetscMax(lo[a], bl[a] - sim->layout.h);
-      hi[a] = PetscMin(hi[a], bh[a] + sim->layout.h);
-    }
-  }
-}
-
 /* Object o's surface where it is now: n pieces (segments in 2D, triangles
- * in 3D) of dim points each, pts (n x dim x 3, m; the caller frees it). */
+ * in 3D) of dim points each, pts (n x dim x 3, m; the caller frees it).
+ * An object sliced across the ranks (colliders.h) gives rank 0 the picture
+ * MPMObjectsTraceStill made, the other ranks nothing. */
 PetscErrorCode MPMObjectTrace(const MPMSim sim, const MPMCollider *o, PetscInt *n, double **pts)
 {
   const PetscInt d = sim->dim;
-  double         lo[3], hi[3], h = 0.5 * sim->layout.h; /* half a cell: a sphere of a few cells stays round */
-  PetscInt       nodes = 1;
+  double         lo[3], hi[3], h = MPMCollidersTraceLattice(sim, o, lo, hi);
 
   PetscFunctionBeginUser;
-  TraceBox(sim, o, lo, hi);
-  for (PetscInt a = 0; a < d; a++) nodes *= (PetscInt)((hi[a] - lo[a]) / h) + 2;
-  while (nodes > 20000000) { /* a picture: at most 2e7 samples per object */
-    h *= 2;
-    nodes /= d == 3 ? 8 : 4;
+  *n   = 0;
+  *pts = NULL;
+  if (o->sliced) {
+    PetscCall(PetscMalloc1(o->ntrace * d * 3 + 1, pts));
+    PetscCall(PetscArraycpy(*pts, o->trace, o->ntrace * d * 3));
+    *n = o->ntrace;
+    PetscFunctionReturn(PETSC_SUCCESS);
   }
   PetscBool inside = PETSC_TRUE; /* some of it in the domain */
   for (PetscInt a = 0; a < d; a++)
     if (hi[a] <= lo[a]) inside = PETSC_FALSE;
-  *n   = 0;
-  *pts = NULL;
   if (inside) PetscCall(MPMPlacedShapeSurface(&o->ps, d, lo, hi, h, n, pts));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Collective: the pictures of the sliced objects, each rank tracing the
+ * lattice cells whose lower corner lies in its slab (what it holds
+ * reaches a cell past it, colliders.c), gathered on rank 0 rank by rank. */
+PetscErrorCode MPMObjectsTraceStill(MPMSim sim)
+{
+  const MPMColliders c = sim->colliders;
+  const PetscInt     d = sim->dim, a = sim->layout.slab_axis;
+
+  PetscFunctionBeginUser;
+  for (PetscInt k = c->nwalls; k < c->nobj; k++) {
+    MPMCollider *o = &c->obj[k];
+    double       lo[3], hi[3], slo, shi, *pts = NULL;
+    PetscInt     n = 0;
+    int64_t      total;
+    PetscBool    inside = PETSC_TRUE;
+    if (!o->sliced || o->traced) continue;
+    const double h = MPMCollidersTraceLattice(sim, o, lo, hi);
+    for (PetscInt b = 0; b < d; b++)
+      if (hi[b] <= lo[b]) inside = PETSC_FALSE;
+    MPMCollidersSlabInterval(sim, sim->rank, &slo, &shi);
+    if (inside) { /* cells i with lo + i h in [slo, shi) */
+      const double   f0 = ceil((slo - lo[a]) / h), f1 = ceil((shi - lo[a]) / h);
+      const PetscInt c0 = (PetscInt)PetscMax(0.0, PetscMin(f0, 1e9)), c1 = (PetscInt)PetscMax(0.0, PetscMin(f1, 1e9));
+      PetscCall(MPMPlacedShapeSurfaceCells(&o->ps, d, lo, hi, h, a, c0, c1, &n, &pts));
+    }
+    PetscCall(MPMGatherVDouble(sim->comm, n * d * 3, pts, &total, &o->trace));
+    o->ntrace = (PetscInt)(total / (d * 3));
+    o->traced = PETSC_TRUE;
+    PetscCall(PetscFree(pts));
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -165,7 +165,7 @@ static double sdf_heightfield(const MPMShape *s, const double *x, double *g)
 static inline double sampled_at(const MPMShape *s, int i, int j, int k)
 {
   const int b = s->bricks[i / MPM_BRICK + s->nb3[0] * (j / MPM_BRICK + s->nb3[1] * (k / MPM_BRICK))];
-  if (b < 0) return b == MPM_BRICK_IN ? -s->band : s->band;
+  if (b < 0) return b == MPM_BRICK_IN ? -s->band : (b == MPM_BRICK_OUT ? s->band : NAN);
   return s->pts[(long)b * (MPM_BRICK * MPM_BRICK * MPM_BRICK) + i % MPM_BRICK + MPM_BRICK * (j % MPM_BRICK + MPM_BRICK * (k % MPM_BRICK))];
 }
 
