@@ -21,7 +21,8 @@ a CSV of heights) or a 2D CSV profile.
   volume (1 %); an STL slab object carries a sand block's weight (2 %);
   on 3 ranks each holds an STL strip's samples only around its slab (the
   busiest under 65 % of them) with results identical to the bit to every
-  rank holding all, and the same picture.
+  rank holding all, and the same picture; also for a strip whose samples
+  end before the last rank's slab.
   The signed distance is stored near the surface only: halving the
   sampling spacing multiplies its memory by 3-4.6 (the area's 4, not the
   volume's 8), under 30 % of the whole lattice at 1.25 mm.
@@ -180,24 +181,31 @@ c.close("STL object: a sand block's weight on it, fy / (-M g)", f["fy"][f["t"] >
 # samples (a third and the margins: 3 cells and an eighth of its slab on
 # each side), and the results are those of every rank holding all of it,
 # to the bit; the picture (objects.h5), traced by each rank on its slab
-# and gathered, has the same triangles.
-strip = os.path.join(work, "strip.stl")
-with open(strip, "w") as f:
-    f.write("solid strip\n" + "".join(" facet normal 0 0 0\n  outer loop\n" + "".join("   vertex %g %g %g\n" % p for p in t) + "  endloop\n endfacet\n" for t in cube_tris((0.05, 0.0, 0.025), (1.55, 0.04, 0.175))) + "endsolid\n")
-sliced = {}
-for sl in ("true", "false"):
-    out = T.outdir("geometry_mesh_sliced_" + sl)
+# and gathered, has the same triangles.  Then a 0.45 m strip under the
+# same layer: the last rank's slab lies beside the strip's samples, and
+# its nodes read the samples' face (the distance beyond the box is added
+# to the nearest sample): the same to the bit again.
+def strip_run(name, x1, sl):
+    stl = os.path.join(work, name + ".stl")
+    with open(stl, "w") as f:
+        f.write("solid strip\n" + "".join(" facet normal 0 0 0\n  outer loop\n" + "".join("   vertex %g %g %g\n" % p for p in t) + "  endloop\n endfacet\n" for t in cube_tris((0.05, 0.0, 0.025), (x1, 0.04, 0.175))) + "endsolid\n")
+    out = T.outdir("geometry_%s_sliced_%s" % (name, sl))
     T.run(3, ["-dim", "3", "-dx", "0.02", "-domain_lo", "0,0,0", "-domain_hi", "1.6,0.2,0.2", "-gravity", "0,-9.81,0", "-t_end", "0.05", "-output_dt", "0.05",
-              "-output_dir", out, "-regions", "r", "-r_material", "sand", "-r_lo", "0.1,0.04,0.05", "-r_hi", "1.5,0.08,0.15", "-objects", "strip", "-strip_shape", "mesh", "-strip_file", strip,
+              "-output_dir", out, "-regions", "r", "-r_material", "sand", "-r_lo", "0.1,0.04,0.05", "-r_hi", "1.5,0.08,0.15", "-objects", "strip", "-strip_shape", "mesh", "-strip_file", stl,
               "-strip_spacing", "0.005", "-strip_friction", "0.6", "-slice_objects", sl] + SAND)
     fr = T.mpmio.read_frame(T.mpmio.frame_files(out)[-1])
     with T.mpmio.h5py.File(os.path.join(out, "objects.h5"), "r") as g:
         tri = g["strip/points"][()].reshape(-1, 9)
-    sliced[sl] = (T.mpmio.summary(out)["geometry_bytes_max_rank"], fr, tri[np.lexsort(tri.T[::-1])])
-c.within("sliced mesh object on 3 ranks: samples held by the busiest rank / all of them", sliced["true"][0] / sliced["false"][0], 0.0, 0.65)
-c.true("sliced mesh object: every frame array the same to the bit as with every rank holding it all",
-       all(np.array_equal(sliced["true"][1][k], sliced["false"][1][k]) for k in sliced["false"][1] if isinstance(sliced["false"][1][k], np.ndarray)), "")
-c.true("sliced mesh object: its picture has the same %d triangles" % len(sliced["false"][2]), np.array_equal(sliced["true"][2], sliced["false"][2]) and len(sliced["false"][2]) > 100, "")
+    return T.mpmio.summary(out)["geometry_bytes_max_rank"], fr, tri[np.lexsort(tri.T[::-1])]
+
+
+for name, x1 in (("strip", 1.55), ("short_strip", 0.5)):
+    sliced = {sl: strip_run(name, x1, sl) for sl in ("true", "false")}
+    if name == "strip":
+        c.within("sliced mesh object on 3 ranks: samples held by the busiest rank / all of them", sliced["true"][0] / sliced["false"][0], 0.0, 0.65)
+    c.true("sliced %s: every frame array the same to the bit as with every rank holding it all" % name,
+           all(np.array_equal(sliced["true"][1][k], sliced["false"][1][k]) for k in sliced["false"][1] if isinstance(sliced["false"][1][k], np.ndarray)), "")
+    c.true("sliced %s: its picture has the same %d triangles" % (name, len(sliced["false"][2])), np.array_equal(sliced["true"][2], sliced["false"][2]) and len(sliced["false"][2]) > 100, "")
 
 # refusals
 for extra, msg in [(["-r_shape", "polygon", "-r_vertices", "0,0,1,1"], "-r_vertices needs at least 3 points"),

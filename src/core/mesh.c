@@ -364,14 +364,40 @@ PetscErrorCode MPMShapeMeshLoad(const char *path, const char *opt, double scale,
 }
 
 /* Sample a mesh's band on the bricks kp keeps (kept before: replaced). */
+/* The interval of the samples a point of [kp->lo, kp->hi] can read.  A
+ * point outside the samples' box reads the box's nearest point (sdf.c):
+ * when the mesh's frame is aligned with the world along the slab axis,
+ * that point's coordinate along it is the point's own clamped to the box,
+ * so a slab beside the box reads the box's face; a frame turned against
+ * the axis may read anywhere, so it keeps everything (axis -1). */
+static Keep Reachable(const MPMShape *s, const Keep *kp)
+{
+  Keep r = *kp;
+  int  b = 0;
+  if (kp->axis < 0) return r;
+  const double *Ra = kp->R + 3 * kp->axis;
+  for (int k = 1; k < 3; k++)
+    if (fabs(Ra[k]) > fabs(Ra[b])) b = k;
+  if (fabs(Ra[b]) < 1 - 1e-9) {
+    r.axis = -1;
+    return r;
+  }
+  const double e0 = kp->c[kp->axis] + Ra[b] * s->lo3[b], e1 = kp->c[kp->axis] + Ra[b] * (s->lo3[b] + s->dh * (s->n3[b] - 1));
+  const double blo = PetscMin(e0, e1), bhi = PetscMax(e0, e1);
+  if (kp->hi < blo) r.lo = r.hi = blo;
+  else if (kp->lo > bhi) r.lo = r.hi = bhi;
+  return r;
+}
+
 static PetscErrorCode MeshSample(MPMPlacedShape *ps, const Keep *kp)
 {
-  MPMShape *s = &ps->shape;
-  PetscInt  nnear, nb = (PetscInt)s->nb3[0] * s->nb3[1] * s->nb3[2];
+  MPMShape  *s = &ps->shape;
+  PetscInt   nnear, nb = (PetscInt)s->nb3[0] * s->nb3[1] * s->nb3[2];
+  const Keep reach = Reachable(s, kp);
 
   PetscFunctionBeginUser;
   PetscCall(PetscFree(ps->data));
-  PetscCall(MarkBricks(ps->tris, ps->ntris, s, kp, s->band, ps->bricks, &nnear));
+  PetscCall(MarkBricks(ps->tris, ps->ntris, s, &reach, s->band, ps->bricks, &nnear));
   PetscCall(PetscMalloc1(nnear * BRICK3 + 1, &ps->data));
   for (PetscInt q = 0; q < nnear * BRICK3; q++) ps->data[q] = s->band;
   s->pts = ps->data;
@@ -382,7 +408,7 @@ static PetscErrorCode MeshSample(MPMPlacedShape *ps, const Keep *kp)
   ps->keep_axis    = kp->axis;
   ps->keep_lo      = kp->lo;
   ps->keep_hi      = kp->hi;
-  PetscCall(PetscInfo(NULL, "mesh: %" PetscInt_FMT " of %" PetscInt_FMT " bricks stored (%.3g MB)%s\n", nnear, nb, (double)nnear * BRICK3 * sizeof(double) / 1e6, kp->axis >= 0 ? ", this rank's part" : ""));
+  PetscCall(PetscInfo(NULL, "mesh: %" PetscInt_FMT " of %" PetscInt_FMT " bricks stored (%.3g MB)%s\n", nnear, nb, (double)nnear * BRICK3 * sizeof(double) / 1e6, reach.axis >= 0 ? ", this rank's part" : ""));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
