@@ -81,12 +81,21 @@
 # iterations per step, seconds per step and per iteration, seconds per
 # frame of 1/96 s (the seed's frame rate) from the mean dt, and core-seconds
 # per frame against the seed's 61.5 s per frame on a 2010 quad-core.
+#
+# `bash jobscripts/benchmark.sh migrate` is the migration benchmark (issue
+# "Scale and speed"): inputs/bench_3d.yaml on 2 ranks cut along x on even
+# slabs (-slab_axis x -balance_initial false), so the rebalance at step 1
+# moves about half the particles from rank 0 to rank 1; MPM_BENCH_REPEAT
+# runs (default 3), each printing the megabytes moved, the rate of the
+# slowest rank (bytes sent plus received over its migration time), the
+# MPMBalance event's time and the peak resident memory (largest rank and
+# summed).
 # The seed's figure (Table 3, "Snowball smash", the same scene): 3.0e5
 # particles, 7.3 min per frame on 8 cores of a 2009 Xeon X5550 (the issue's
 # "~2 min" is the table's Snowplow row, 3.9e6 particles at 2.1 min).
 set -euo pipefail
 mode=${1:-explicit}
-case "$mode" in explicit | implicit | snow | mixture | pbd | nonsmooth) ;; *) echo "usage: bash jobscripts/benchmark.sh [explicit|implicit|snow|mixture|pbd|nonsmooth]" >&2; exit 2 ;; esac
+case "$mode" in explicit | implicit | snow | mixture | pbd | nonsmooth | migrate) ;; *) echo "usage: bash jobscripts/benchmark.sh [explicit|implicit|snow|mixture|pbd|nonsmooth|migrate]" >&2; exit 2 ;; esac
 
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 build=${MPM_BUILD_DIR:-$root/build}
@@ -109,6 +118,23 @@ fi
 # Open MPI refuses to run as root without these.
 if [ "$(id -u)" = 0 ]; then
   export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+fi
+
+if [ "$mode" = migrate ]; then
+  echo "migration benchmark: $exe, inputs/bench_3d.yaml on 2 ranks, -slab_axis x -balance_initial false, 3 steps, options: ${options[*]:-none}"
+  printf "%4s %10s %14s %16s %18s %16s\n" run "MB moved" "GB/s slowest" "MPMBalance [s]" "peak max rank [MB]" "peak total [MB]"
+  for k in $(seq 1 "${MPM_BENCH_REPEAT:-3}"); do
+    dir=$out/migrate$k
+    rm -rf "$dir"
+    mpiexec -n 2 "$exe" -options_file_yaml "$root/inputs/bench_3d.yaml" -slab_axis x -balance_initial false -max_steps 3 -log_view -output_dir "$dir" \
+      ${options[@]+"${options[@]}"} >"$out/migrate$k.log" 2>&1 || { echo "benchmark: run $k failed:" >&2; tail -20 "$out/migrate$k.log" >&2; exit 1; }
+    mb=$(sed -n 's/.*(\([0-9.e+]*\) MB of particles moved, \([0-9.e+]*\) GB\/s.*/\1/p' "$out/migrate$k.log" | head -1)
+    gbs=$(sed -n 's/.*MB of particles moved, \([0-9.e+]*\) GB\/s.*/\1/p' "$out/migrate$k.log" | head -1)
+    bal=$(awk '$1 == "MPMBalance" {print $4; exit}' "$out/migrate$k.log")
+    peak=$("$python" -c "import json,sys; s=json.load(open(sys.argv[1])); print('%.0f %.0f' % (s['peak_rss_bytes_max_rank']/1e6, s['peak_rss_bytes_total']/1e6))" "$dir/summary.json")
+    printf "%4d %10s %14s %16s %18s %16s\n" "$k" "${mb:--}" "${gbs:--}" "${bal:--}" ${peak}
+  done
+  exit 0
 fi
 
 if [ "$mode" = snow ]; then

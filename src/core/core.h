@@ -163,6 +163,8 @@ PetscErrorCode MPMParticlesSortByCell(MPMParticles *p, const MPMGridBox *b);
  * a copy of one particle, as splitting makes): n p->mbytes bytes. */
 void           MPMParticlesPackFields(const MPMParticles *p, const PetscInt *idx, PetscInt n, char *buf);
 void           MPMParticlesUnpackFields(MPMParticles *p, PetscInt start, PetscInt n, const char *buf);
+void           MPMParticlesPackField(const MPMParticles *p, PetscInt f, const PetscInt *idx, PetscInt n, char *buf);
+void           MPMParticlesMoveArrivals(MPMParticles *p, PetscInt from, PetscInt to, PetscInt n);
 
 /* ------------------------------------------------------------- species */
 /* Output computed from the particle state when a frame is written (pressure,

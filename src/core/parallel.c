@@ -22,8 +22,7 @@
  * is explicit. */
 #include "core.h"
 
-static MPI_Datatype step_type = MPI_DATATYPE_NULL, particle_type = MPI_DATATYPE_NULL;
-static size_t       particle_type_bytes = 0;
+static MPI_Datatype step_type = MPI_DATATYPE_NULL;
 static MPI_Op       step_op   = MPI_OP_NULL;
 
 static void step_combine(void *in_, void *inout_, int *len, MPI_Datatype *type)
@@ -70,22 +69,9 @@ PetscErrorCode MPMParallelSetUp(MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* One packed particle (all fields, B bytes) as an MPI datatype. */
-static PetscErrorCode ParticleType(size_t B)
-{
-  PetscFunctionBeginUser;
-  if (particle_type != MPI_DATATYPE_NULL && particle_type_bytes == B) PetscFunctionReturn(PETSC_SUCCESS);
-  if (particle_type != MPI_DATATYPE_NULL) PetscCallMPI(MPI_Type_free(&particle_type));
-  PetscCallMPI(MPI_Type_contiguous((int)B, MPI_BYTE, &particle_type));
-  PetscCallMPI(MPI_Type_commit(&particle_type));
-  particle_type_bytes = B;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
 PetscErrorCode MPMParallelFinalize(void)
 {
   PetscFunctionBeginUser;
-  if (particle_type != MPI_DATATYPE_NULL) PetscCallMPI(MPI_Type_free(&particle_type));
   if (step_type != MPI_DATATYPE_NULL) {
     PetscCallMPI(MPI_Type_free(&step_type));
     PetscCallMPI(MPI_Op_free(&step_op));
@@ -300,19 +286,26 @@ static PetscErrorCode Partners(MPMSim sim, const PetscMPIInt *scount, PetscMPIIn
 }
 
 /* One species: particles outside the domain are dropped and counted, the
- * others that left this slab are sent to their owner.  In bulk: the
- * leavers sorted by destination, packed field by field, one message per
- * partner rank, the kept ones compacted field by field, the arrivals
- * copied in with one copy per field and partner. */
+ * others that left this slab are sent to their owner.  In bulk, one
+ * message per field and partner: the receives land straight in the field
+ * arrays past the particles there now; the leavers, sorted by destination,
+ * are packed a field at a time into two buffers in turn (each the size of
+ * the largest field's leavers, not of all their fields) and each field is
+ * sent as soon as it is packed, so the transfer of one overlaps the
+ * packing of the next; the
+ * kept ones are compacted field by field while the messages travel; the
+ * arrivals then move next to them (only on a rank that also sent). */
 static PetscErrorCode MigrateSpecies(MPMSim sim, MPMParticles *p, PetscInt s, MPMStepReduction *red)
 {
   const size_t   B = p->mbytes;
-  PetscInt      *dest, *order, nsend = 0, nrecv = 0, start;
+  PetscInt      *dest, *order, nsend = 0, nrecv = 0, nkeep = 0, n0 = p->n;
   PetscMPIInt   *scount, *to, *tocount, nto, nfrom, *from = NULL, *fromcount = NULL, nreq = 0;
   PetscInt      *soff, *roff;
   PetscBool     *keep;
-  char          *sbuf, *rbuf;
-  MPI_Request   *req;
+  char          *sbuf;
+  size_t         half = 0; /* bytes of the largest field's leavers */
+  MPI_Request   *req, *sent;
+  MPI_Datatype  *type;
   PetscLogDouble t0, t1;
 
   PetscFunctionBeginUser;
@@ -332,22 +325,46 @@ static PetscErrorCode MigrateSpecies(MPMSim sim, MPMParticles *p, PetscInt s, MP
   PetscCall(PetscMalloc1(nsend + 1, &order));
   for (PetscInt q = 0; q < p->n; q++) {
     keep[q] = dest[q] == -1;
+    nkeep += keep[q] ? 1 : 0;
     if (dest[q] >= 0) order[scount[dest[q]]++] = q;
   }
-  PetscCall(PetscMalloc3(B * (size_t)nsend + 1, &sbuf, B * (size_t)nrecv + 1, &rbuf, (size_t)(nto + nfrom) + 1, &req));
-  for (PetscMPIInt j = 0; j < nto; j++) MPMParticlesPackFields(p, order + soff[j], tocount[j], sbuf + B * (size_t)soff[j]);
-  PetscCall(ParticleType(B));
-  for (PetscMPIInt j = 0; j < nfrom; j++) PetscCallMPI(MPI_Irecv(rbuf + B * (size_t)roff[j], fromcount[j], particle_type, from[j], 7, sim->comm, &req[nreq++]));
-  for (PetscMPIInt j = 0; j < nto; j++) PetscCallMPI(MPI_Isend(sbuf + B * (size_t)soff[j], tocount[j], particle_type, to[j], 7, sim->comm, &req[nreq++]));
-  PetscCall(MPMParticlesCompact(p, keep)); /* while the messages travel */
+  if (n0 + nrecv > p->cap) PetscCall(MPMParticlesReserve(p, PetscMax(n0 + nrecv, (p->cap * 3) / 2 + 16)));
+  for (PetscInt f = 0; f < p->nfield; f++) half = PetscMax(half, MPMFieldSize(&p->field[f]) * (size_t)nsend);
+  PetscCall(PetscMalloc4(2 * half + 1, &sbuf, (size_t)nfrom * p->nfield + 1, &req, 2 * (size_t)nto + 1, &sent, p->nfield, &type));
+  for (PetscMPIInt j = 0; j < 2 * nto; j++) sent[j] = MPI_REQUEST_NULL;
+  for (PetscInt f = 0; f < p->nfield; f++) { /* an element of each field as one MPI unit, the counts in particles */
+    type[f] = MPI_DATATYPE_NULL;
+    if (!(p->field[f].flags & MPM_FIELD_MIGRATE) || (!nto && !nfrom)) continue;
+    PetscCallMPI(MPI_Type_contiguous((int)MPMFieldSize(&p->field[f]), MPI_BYTE, &type[f]));
+    PetscCallMPI(MPI_Type_commit(&type[f]));
+  }
+  for (PetscInt f = 0; f < p->nfield; f++) {
+    if (type[f] == MPI_DATATYPE_NULL) continue;
+    char *dst = (char *)p->field[f].data + MPMFieldSize(&p->field[f]) * (size_t)n0;
+    for (PetscMPIInt j = 0; j < nfrom; j++)
+      PetscCallMPI(MPI_Irecv(dst + MPMFieldSize(&p->field[f]) * (size_t)roff[j], fromcount[j], type[f], from[j], 7 + (int)f, sim->comm, &req[nreq++]));
+  }
+  for (PetscInt f = 0, k = 0; f < p->nfield && nto; f++) { /* two halves of sbuf in turn: before packing into one, its last sends must be done */
+    if (type[f] == MPI_DATATYPE_NULL) continue;
+    const size_t sz  = MPMFieldSize(&p->field[f]);
+    char        *buf = sbuf + (k % 2) * half;
+    if (k >= 2) PetscCallMPI(MPI_Waitall(nto, sent + (k % 2) * nto, MPI_STATUSES_IGNORE));
+    MPMParticlesPackField(p, f, order, nsend, buf);
+    for (PetscMPIInt j = 0; j < nto; j++) PetscCallMPI(MPI_Isend(buf + sz * (size_t)soff[j], tocount[j], type[f], to[j], 7 + (int)f, sim->comm, &sent[(k % 2) * nto + j]));
+    k++;
+  }
+  PetscCall(MPMParticlesCompact(p, keep)); /* while the messages travel: it reads and writes slots below n0 only */
   PetscCallMPI(MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE));
-  PetscCall(MPMParticlesGrow(p, nrecv, &start));
-  for (PetscMPIInt j = 0; j < nfrom; j++) MPMParticlesUnpackFields(p, start + roff[j], fromcount[j], rbuf + B * (size_t)roff[j]);
+  PetscCallMPI(MPI_Waitall(2 * nto, sent, MPI_STATUSES_IGNORE));
+  if (nrecv) MPMParticlesMoveArrivals(p, n0, nkeep, nrecv);
+  p->n = nkeep + nrecv;
   red->n += p->n;
   PetscCall(PetscTime(&t1));
   migrate_bytes += (double)B * (double)(nsend + nrecv);
   migrate_seconds += t1 - t0;
-  PetscCall(PetscFree3(sbuf, rbuf, req));
+  for (PetscInt f = 0; f < p->nfield; f++)
+    if (type[f] != MPI_DATATYPE_NULL) PetscCallMPI(MPI_Type_free(&type[f]));
+  PetscCall(PetscFree4(sbuf, req, sent, type));
   PetscCall(PetscFree(order));
   PetscCall(PetscFree2(soff, roff));
   PetscCall(PetscFree(from));

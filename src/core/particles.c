@@ -202,16 +202,37 @@ PetscErrorCode MPMParticlesCompact(MPMParticles *p, const PetscBool *keep)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Field f of the n particles idx[0..n-1] into buf, back to back. */
+void MPMParticlesPackField(const MPMParticles *p, PetscInt f, const PetscInt *idx, PetscInt n, char *buf)
+{
+  const size_t s    = MPMFieldSize(&p->field[f]);
+  const char  *base = (const char *)p->field[f].data;
+  for (PetscInt k = 0; k < n; k++) copy_element(buf + s * (size_t)k, base + s * (size_t)idx[k], s);
+}
+
 /* The migrating fields of the n particles idx[0..n-1] into buf, field by
  * field (each field's n elements back to back; n p->mbytes bytes). */
 void MPMParticlesPackFields(const MPMParticles *p, const PetscInt *idx, PetscInt n, char *buf)
 {
   for (PetscInt f = 0; f < p->nfield; f++) {
     if (!(p->field[f].flags & MPM_FIELD_MIGRATE)) continue;
-    const size_t s    = MPMFieldSize(&p->field[f]);
-    const char  *base = (const char *)p->field[f].data;
-    for (PetscInt k = 0; k < n; k++) copy_element(buf + s * (size_t)k, base + s * (size_t)idx[k], s);
-    buf += s * (size_t)n;
+    MPMParticlesPackField(p, f, idx, n, buf);
+    buf += MPMFieldSize(&p->field[f]) * (size_t)n;
+  }
+}
+
+/* Slots [from, from + n) to [to, to + n) in every field (the arrivals of a
+ * migration, received past the old end, next to the particles kept); the
+ * fields that do not migrate get their default there. */
+void MPMParticlesMoveArrivals(MPMParticles *p, PetscInt from, PetscInt to, PetscInt n)
+{
+  for (PetscInt f = 0; f < p->nfield; f++) {
+    if (!(p->field[f].flags & MPM_FIELD_MIGRATE)) {
+      FieldFillDefault(&p->field[f], to, to + n);
+      continue;
+    }
+    const size_t s = MPMFieldSize(&p->field[f]);
+    if (from != to) memmove((char *)p->field[f].data + s * (size_t)to, (char *)p->field[f].data + s * (size_t)from, s * (size_t)n);
   }
 }
 
