@@ -112,7 +112,7 @@ static PetscErrorCode WarnPlacement(MPMSim sim, const MPMCollider *o)
       }
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  if (o->sliced) PetscFunctionReturn(PETSC_SUCCESS); /* a rank holds its mesh only near its slab, not at the corners */
+  if (o->sliced) PetscFunctionReturn(PETSC_SUCCESS); /* a rank holds its mesh only near its slab, not at the corners (a half space cut by a mesh) */
   for (int k = 0; k < (1 << d); k++) { /* the domain's corners */
     double x[3] = {0, 0, 0};
     for (PetscInt a = 0; a < d; a++) x[a] = (k >> a) & 1 ? l->hi[a] : l->lo[a];
@@ -168,7 +168,7 @@ PetscErrorCode MPMCollidersCreate(MPMSim sim)
     PetscBool    still = PETSC_TRUE;
     for (PetscInt a = 0; a < 3; a++)
       if (obj->ps.vel[a] != 0 || obj->ps.omega[a] != 0) still = PETSC_FALSE;
-    obj->sliced = still && !obj->dynamic && c->ndynamic == 0 && sim->size > 1 && sim->slice_objects;
+    obj->sliced = still && !obj->dynamic && c->ndynamic == 0 && sim->size > 1 && sim->slice_objects && MPMPlacedShapeHasMesh(&obj->ps);
     if (!obj->sliced) PetscCall(MPMPlacedShapeKeep(&obj->ps, sim->dim, -1, 0, 0)); /* the sliced ones: at the first MPMCollidersFitSlab, on the slabs as balanced */
   }
   if (sim->help)

@@ -20,8 +20,9 @@ typedef struct {
   double    torque[3];            /* applied torque [N m] (2D: [2]) */
   double    vfree[3], wfree[3];   /* this step's velocities before the grains act */
   double    csave[3], Rsave[9];   /* the frame at a position-based substep's start (MPMCollidersBodiesAhead) */
-  /* An object that stands still, in a run without dynamic bodies, holds
-   * only the part of its meshes around this rank's slab (resampled when
+  /* An object with a triangle mesh that stands still, in a run without
+   * dynamic bodies on more than one rank, holds only the part of its
+   * meshes around this rank's slab (resampled when
    * the slab moves: MPMCollidersFitSlab); its picture is traced by every
    * rank on its slab once and kept on rank 0 (io/surfaces.c). */
   PetscBool sliced, traced;

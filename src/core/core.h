@@ -248,6 +248,7 @@ PetscErrorCode MPMShapeMeshLoad(const char *path, const char *opt, double scale,
  * whether a mesh of the shape is held only in part, and which interval. */
 PetscErrorCode MPMPlacedShapeKeep(MPMPlacedShape *ps, PetscInt dim, PetscInt axis, double lo, double hi);
 PetscBool      MPMPlacedShapePartial(const MPMPlacedShape *ps, PetscInt *axis, double *lo, double *hi);
+PetscBool      MPMPlacedShapeHasMesh(const MPMPlacedShape *ps);
 int64_t        MPMPlacedShapeMisses(double *x); /* shape.c: evaluations that met a brick not held (the first point in x) */
 void           MPMPlacedShapeAtTime(MPMPlacedShape *ps, PetscInt dim, double t);
 void           MPMPlacedShapeAdvance(MPMPlacedShape *ps, PetscInt dim, double dt);

@@ -448,6 +448,15 @@ PetscErrorCode MPMPlacedShapeKeep(MPMPlacedShape *ps, PetscInt d, PetscInt axis,
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Is a triangle mesh part of the shape? */
+PetscBool MPMPlacedShapeHasMesh(const MPMPlacedShape *ps)
+{
+  if (ps->tris) return PETSC_TRUE;
+  for (PetscInt i = 0; i < ps->nparts; i++)
+    if (MPMPlacedShapeHasMesh(&ps->parts[i])) return PETSC_TRUE;
+  return PETSC_FALSE;
+}
+
 /* Does the shape keep only part of a mesh (and which interval)? */
 PetscBool MPMPlacedShapePartial(const MPMPlacedShape *ps, PetscInt *axis, double *lo, double *hi)
 {

@@ -329,7 +329,10 @@ static PetscErrorCode MigrateSpecies(MPMSim sim, MPMParticles *p, PetscInt s, MP
     if (dest[q] >= 0) order[scount[dest[q]]++] = q;
   }
   if (n0 + nrecv > p->cap) PetscCall(MPMParticlesReserve(p, PetscMax(n0 + nrecv, (p->cap * 3) / 2 + 16)));
-  for (PetscInt f = 0; f < p->nfield; f++) half = PetscMax(half, MPMFieldSize(&p->field[f]) * (size_t)nsend);
+  for (PetscInt f = 0; f < p->nfield; f++) {
+    const size_t bytes = MPMFieldSize(&p->field[f]) * (size_t)nsend;
+    half               = PetscMax(half, bytes);
+  }
   PetscCall(PetscMalloc4(2 * half + 1, &sbuf, (size_t)nfrom * p->nfield + 1, &req, 2 * (size_t)nto + 1, &sent, p->nfield, &type));
   for (PetscMPIInt j = 0; j < 2 * nto; j++) sent[j] = MPI_REQUEST_NULL;
   for (PetscInt f = 0; f < p->nfield; f++) { /* an element of each field as one MPI unit, the counts in particles */
