@@ -171,8 +171,6 @@ PetscErrorCode MPMCollidersCreate(MPMSim sim)
     obj->sliced = still && !obj->dynamic && c->ndynamic == 0 && sim->size > 1 && sim->slice_objects && MPMPlacedShapeHasMesh(&obj->ps);
     if (!obj->sliced) PetscCall(MPMPlacedShapeKeep(&obj->ps, sim->dim, -1, 0, 0)); /* the sliced ones: at the first MPMCollidersFitSlab, on the slabs as balanced */
   }
-  if (sim->help)
-    for (PetscInt o = c->nwalls; o < c->nobj; o++) c->obj[o].sliced = PETSC_FALSE; /* nothing is evaluated */
   PetscCall(MPMOptionsFreeNames(names, n));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -239,8 +237,7 @@ PetscErrorCode MPMCollidersFitSlab(MPMSim sim)
     const double ht = MPMCollidersTraceLattice(sim, obj, bl, bh);
     const double m  = PetscMax((MPM_GHOST_WIDTH + 1) * h, ht + h);
     const double need_lo = lo - m, need_hi = hi + m, spare = PetscMax(h, 0.125 * (isfinite(hi - lo) ? hi - lo : 0.0));
-    if (MPMPlacedShapePartial(&obj->ps, &axis, &klo, &khi) && axis == sim->layout.slab_axis && klo <= need_lo && khi >= need_hi && !(klo < need_lo - 2 * spare) &&
-        !(khi > need_hi + 2 * spare))
+    if (MPMPlacedShapePartial(&obj->ps, &axis, &klo, &khi) && axis == sim->layout.slab_axis && need_lo - 2 * spare <= klo && klo <= need_lo && need_hi <= khi && khi <= need_hi + 2 * spare)
       continue; /* covered, and not by far more than needed */
     PetscCall(PetscInfo(NULL, "object %s: slab [%g, %g], keeps [%g, %g] along %c\n", obj->name, lo, hi, need_lo - spare, need_hi + spare, "xyz"[sim->layout.slab_axis]));
     PetscCall(MPMPlacedShapeKeep(&obj->ps, sim->dim, sim->layout.slab_axis, need_lo - spare, need_hi + spare));

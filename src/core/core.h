@@ -232,8 +232,7 @@ typedef struct MPMPlacedShape_ {
   double                   stored_bytes; /* a mesh's samples, brick table and triangles */
   double                  *tris;         /* a mesh's triangles in its frame (9 values each), to sample it again */
   PetscInt                 ntris;
-  PetscBool                kept;               /* a mesh: sampled (MPMPlacedShapeKeep) */
-  PetscInt                 keep_axis;          /* its samples reach [keep_lo, keep_hi] along this world axis; -1: all of them */
+  PetscInt                 keep_axis;          /* a mesh's samples reach [keep_lo, keep_hi] along this world axis; -1: all of them, or not sampled yet (data NULL) */
   double                   keep_lo, keep_hi;   /* [m] */
 } MPMPlacedShape;
 
@@ -243,8 +242,8 @@ double         MPMPlacedShapeBytes(const MPMPlacedShape *ps);
 PetscErrorCode MPMShapeMeshLoad(const char *path, const char *opt, double scale, double spacing, MPMPlacedShape *ps); /* mesh.c */
 /* mesh.c: sample the shape's meshes (MPMShapeFromOptions only reads them;
  * until sampled they read NaN) on the near-surface bricks that reach the
- * world interval [lo, hi] along axis, or on all of them (axis < 0); a
- * no-op where it holds just that already.  MPMPlacedShapePartial:
+ * world interval [lo, hi] along axis, or on all of them (axis < 0), the
+ * samples held before replaced.  MPMPlacedShapePartial:
  * whether a mesh of the shape is held only in part, and which interval. */
 PetscErrorCode MPMPlacedShapeKeep(MPMPlacedShape *ps, PetscInt dim, PetscInt axis, double lo, double hi);
 PetscBool      MPMPlacedShapePartial(const MPMPlacedShape *ps, PetscInt *axis, double *lo, double *hi);
@@ -255,9 +254,9 @@ void           MPMPlacedShapeAdvance(MPMPlacedShape *ps, PetscInt dim, double dt
 double         MPMPlacedShapeEval(const MPMPlacedShape *ps, PetscInt dim, const double *x, double *grad, double *vb);
 PetscBool      MPMPlacedShapeBBox(const MPMPlacedShape *ps, PetscInt dim, double *lo, double *hi);
 /* surface.c: the shape's zero level inside the box [lo, hi], traced on a
- * lattice of spacing h: *npieces segments (2D) or triangles (3D), each dim
+ * lattice of spacing h over its cells [c0, c1) along axis (all: 0, 0,
+ * PETSC_MAX_INT): *npieces segments (2D) or triangles (3D), each dim
  * points of 3 coordinates in *pts (PetscFree it) */
-PetscErrorCode MPMPlacedShapeSurface(const MPMPlacedShape *ps, PetscInt dim, const double *lo, const double *hi, double h, PetscInt *npieces, double **pts);
 PetscErrorCode MPMPlacedShapeSurfaceCells(const MPMPlacedShape *ps, PetscInt dim, const double *lo, const double *hi, double h, PetscInt axis, PetscInt c0, PetscInt c1, PetscInt *npieces, double **pts);
 
 /* ----------------------------------------------------- seeding and inflow */

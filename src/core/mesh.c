@@ -358,7 +358,7 @@ PetscErrorCode MPMShapeMeshLoad(const char *path, const char *opt, double scale,
   s->bricks = ps->bricks;
   ps->tris  = T.t;
   ps->ntris = T.n;
-  ps->kept  = PETSC_FALSE;
+  ps->keep_axis = -1;
   PetscCall(PetscInfo(NULL, "%s %s: %" PetscInt_FMT " triangles, %d x %d x %d samples at %g m\n", opt, path, T.n, s->n3[0], s->n3[1], s->n3[2], h));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -404,7 +404,6 @@ static PetscErrorCode MeshSample(MPMPlacedShape *ps, const Keep *kp)
   SampleDistances(ps->tris, ps->ntris, s, ps->bricks, s->band, ps->data);
   PetscCall(SampleSigns(ps->tris, ps->ntris, s, ps->bricks, ps->data));
   ps->stored_bytes = (double)nnear * BRICK3 * sizeof(double) + (double)nb * sizeof(int) + 9.0 * ps->ntris * sizeof(double);
-  ps->kept         = PETSC_TRUE;
   ps->keep_axis    = kp->axis;
   ps->keep_lo      = kp->lo;
   ps->keep_hi      = kp->hi;
@@ -414,8 +413,7 @@ static PetscErrorCode MeshSample(MPMPlacedShape *ps, const Keep *kp)
 
 /* Every mesh in the shape's tree (constructive parts included), placed by
  * (c, R) in the world (x_world = c + R x_frame, 3 x 3 row-major): sampled
- * on the bricks that reach [lo, hi] along axis (axis < 0: all of them),
- * unless it holds just that already. */
+ * on the bricks that reach [lo, hi] along axis (axis < 0: all of them). */
 static PetscErrorCode KeepTree(MPMPlacedShape *ps, PetscInt d, const double *c, const double *R, PetscInt axis, double lo, double hi)
 {
   double cw[3], Rw[9];
@@ -431,7 +429,6 @@ static PetscErrorCode KeepTree(MPMPlacedShape *ps, PetscInt d, const double *c, 
   }
   for (PetscInt i = 0; i < ps->nparts; i++) PetscCall(KeepTree(&ps->parts[i], d, cw, Rw, axis, lo, hi));
   if (!ps->tris) PetscFunctionReturn(PETSC_SUCCESS);
-  if (ps->kept && ps->keep_axis == axis && (axis < 0 || (ps->keep_lo == lo && ps->keep_hi == hi))) PetscFunctionReturn(PETSC_SUCCESS); /* held already */
   Keep kp = {axis, lo, hi, {0, 0, 0}, {0}};
   for (PetscInt a = 0; a < 3; a++) kp.c[a] = cw[a];
   for (PetscInt a = 0; a < 9; a++) kp.R[a] = Rw[a];
@@ -460,7 +457,7 @@ PetscBool MPMPlacedShapeHasMesh(const MPMPlacedShape *ps)
 /* Does the shape keep only part of a mesh (and which interval)? */
 PetscBool MPMPlacedShapePartial(const MPMPlacedShape *ps, PetscInt *axis, double *lo, double *hi)
 {
-  if (ps->tris && ps->kept && ps->keep_axis >= 0) {
+  if (ps->tris && ps->keep_axis >= 0) {
     *axis = ps->keep_axis, *lo = ps->keep_lo, *hi = ps->keep_hi;
     return PETSC_TRUE;
   }

@@ -124,10 +124,3 @@ PetscErrorCode MPMPlacedShapeSurfaceCells(const MPMPlacedShape *ps, PetscInt d, 
   *pts     = out;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
-
-PetscErrorCode MPMPlacedShapeSurface(const MPMPlacedShape *ps, PetscInt d, const double *lo, const double *hi, double h, PetscInt *npieces, double **pts)
-{
-  PetscFunctionBeginUser;
-  PetscCall(MPMPlacedShapeSurfaceCells(ps, d, lo, hi, h, 0, 0, PETSC_MAX_INT, npieces, pts));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}

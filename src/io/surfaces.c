@@ -1,7 +1,8 @@
 /* The objects' surfaces beside the frames, so that ParaView draws the
- * obstacles with the grains (rank 0; the colliders are the same on every
- * rank).  Each object of -objects (the domain's faces are the domain's
- * outline, not drawn) is traced by MPMPlacedShapeSurface on a lattice of
+ * obstacles with the grains (rank 0 writes; an object whose mesh is
+ * sliced across the ranks is traced by each on its slab and gathered
+ * once, MPMObjectsTraceStill).  Each object of -objects (the domain's faces are the domain's
+ * outline, not drawn) is traced by MPMPlacedShapeSurfaceCells on a lattice of
  * half the grid's spacing, inside the domain:
  *   objects.h5                      the objects that stand still, once per run;
  *   frames/objects_NNNNN.h5         the moving ones (prescribed motion or
@@ -22,11 +23,11 @@ PetscBool MPMObjectMoving(const MPMCollider *o)
   return o->dynamic;
 }
 
-/* Object o's surface where it is now: n pieces (segments in 2D, triangles
- * in 3D) of dim points each, pts (n x dim x 3, m; the caller frees it).
- * An object sliced across the ranks (colliders.h) gives rank 0 the picture
- * MPMObjectsTraceStill made, the other ranks nothing. */
-PetscErrorCode MPMObjectTrace(const MPMSim sim, const MPMCollider *o, PetscInt *n, double **pts)
+/* Object o's surface on the cells of its lattice (MPMCollidersTraceLattice)
+ * whose lower corner along axis lies in [xlo, xhi) (bounds in m, may be
+ * infinite); nothing when the lattice is empty (the object is outside the
+ * domain). */
+static PetscErrorCode TraceCells(const MPMSim sim, const MPMCollider *o, PetscInt axis, double xlo, double xhi, PetscInt *n, double **pts)
 {
   const PetscInt d = sim->dim;
   double         lo[3], hi[3], h = MPMCollidersTraceLattice(sim, o, lo, hi);
@@ -34,16 +35,30 @@ PetscErrorCode MPMObjectTrace(const MPMSim sim, const MPMCollider *o, PetscInt *
   PetscFunctionBeginUser;
   *n   = 0;
   *pts = NULL;
-  if (o->sliced) {
-    PetscCall(PetscMalloc1(o->ntrace * d * 3 + 1, pts));
-    PetscCall(PetscArraycpy(*pts, o->trace, o->ntrace * d * 3));
-    *n = o->ntrace;
+  for (PetscInt a = 0; a < d; a++)
+    if (hi[a] <= lo[a]) PetscFunctionReturn(PETSC_SUCCESS);
+  const double   f0 = isfinite(xlo) ? ceil((xlo - lo[axis]) / h) : 0.0, f1 = isfinite(xhi) ? ceil((xhi - lo[axis]) / h) : 1e9;
+  const PetscInt c0 = (PetscInt)PetscMax(0.0, PetscMin(f0, 1e9)), c1 = (PetscInt)PetscMax(0.0, PetscMin(f1, 1e9));
+  PetscCall(MPMPlacedShapeSurfaceCells(&o->ps, d, lo, hi, h, axis, c0, c1, n, pts));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* Object o's surface where it is now: n pieces (segments in 2D, triangles
+ * in 3D) of dim points each, pts (n x dim x 3, m; the caller frees it).
+ * An object sliced across the ranks (colliders.h) gives rank 0 the picture
+ * MPMObjectsTraceStill made, the other ranks nothing. */
+PetscErrorCode MPMObjectTrace(const MPMSim sim, const MPMCollider *o, PetscInt *n, double **pts)
+{
+  const PetscInt d = sim->dim;
+
+  PetscFunctionBeginUser;
+  if (!o->sliced) {
+    PetscCall(TraceCells(sim, o, 0, -INFINITY, INFINITY, n, pts));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
-  PetscBool inside = PETSC_TRUE; /* some of it in the domain */
-  for (PetscInt a = 0; a < d; a++)
-    if (hi[a] <= lo[a]) inside = PETSC_FALSE;
-  if (inside) PetscCall(MPMPlacedShapeSurface(&o->ps, d, lo, hi, h, n, pts));
+  PetscCall(PetscMalloc1(o->ntrace * d * 3 + 1, pts));
+  PetscCall(PetscArraycpy(*pts, o->trace, o->ntrace * d * 3));
+  *n = o->ntrace;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -53,25 +68,18 @@ PetscErrorCode MPMObjectTrace(const MPMSim sim, const MPMCollider *o, PetscInt *
 PetscErrorCode MPMObjectsTraceStill(MPMSim sim)
 {
   const MPMColliders c = sim->colliders;
-  const PetscInt     d = sim->dim, a = sim->layout.slab_axis;
+  const PetscInt     d = sim->dim;
+  double             slo, shi;
 
   PetscFunctionBeginUser;
+  MPMCollidersSlabInterval(sim, sim->rank, &slo, &shi);
   for (PetscInt k = c->nwalls; k < c->nobj; k++) {
-    MPMCollider *o = &c->obj[k];
-    double       lo[3], hi[3], slo, shi, *pts = NULL;
-    PetscInt     n = 0;
+    MPMCollider *o   = &c->obj[k];
+    double      *pts = NULL;
+    PetscInt     n   = 0;
     int64_t      total;
-    PetscBool    inside = PETSC_TRUE;
     if (!o->sliced || o->traced) continue;
-    const double h = MPMCollidersTraceLattice(sim, o, lo, hi);
-    for (PetscInt b = 0; b < d; b++)
-      if (hi[b] <= lo[b]) inside = PETSC_FALSE;
-    MPMCollidersSlabInterval(sim, sim->rank, &slo, &shi);
-    if (inside) { /* cells i with lo + i h in [slo, shi) */
-      const double   f0 = ceil((slo - lo[a]) / h), f1 = ceil((shi - lo[a]) / h);
-      const PetscInt c0 = (PetscInt)PetscMax(0.0, PetscMin(f0, 1e9)), c1 = (PetscInt)PetscMax(0.0, PetscMin(f1, 1e9));
-      PetscCall(MPMPlacedShapeSurfaceCells(&o->ps, d, lo, hi, h, a, c0, c1, &n, &pts));
-    }
+    PetscCall(TraceCells(sim, o, sim->layout.slab_axis, slo, shi, &n, &pts)); /* cells i with lo + i h in [slo, shi) */
     PetscCall(MPMGatherVDouble(sim->comm, n * d * 3, pts, &total, &o->trace));
     o->ntrace = (PetscInt)(total / (d * 3));
     o->traced = PETSC_TRUE;
