@@ -6,6 +6,9 @@
 - SIGUSR1 writes a checkpoint at the next step boundary and exits with 75;
 - SIGKILL leaves only readable files, and the restart continues seamlessly;
 - -checkpoint_keep keeps the newest K;
+- a checkpoint records the stepping wall time with the particle-steps (it
+  recorded 0 s, so a restarted run reported particle-steps/s over the
+  wall time of its own steps only);
 - damaged or mismatched checkpoints are refused with a clear message."""
 import glob
 import os
@@ -62,11 +65,16 @@ out = T.outdir("ckpt_same_ranks")
 run(2, out, "-checkpoint_interval", "1000", "-max_steps", "4500")
 ck = sorted(glob.glob(os.path.join(out, "checkpoints", "ckpt_*.h5")))
 c.true("-checkpoint_keep 2 (default): newest two kept", [os.path.basename(f) for f in ck] == ["ckpt_00003000.h5", "ckpt_00004000.h5"], str(ck))
+with h5py.File(ck[-1], "r") as h:  # the stepping time goes with the steps: a restart's particle-steps/s counts both
+    r = h.attrs["time_dt_dtlo_dthi_tnext_tlastframe_psteps_wallsteps"]
+c.true("checkpoint records the particle-steps and their wall time", r[6] > 0 and r[7] > 0, "particle-steps %g, wall %g s" % (r[6], r[7]))
 saved = T.outdir("ckpt_saved")
 shutil.copytree(os.path.join(out, "checkpoints"), saved)
 p = run(2, out, "-checkpoint_interval", "1000", "-restart", "latest")
 c.true("restart message names the checkpoint and step", "restarted from" in p.stdout and "step 4000" in p.stdout)
 same_run(c, "same ranks:", ref, out)
+s = T.mpmio.summary(out)
+c.true("after the restart the summary's stepping time includes the steps before it", s["wall_seconds_stepping"] > r[7], "%g s, checkpoint %g s" % (s["wall_seconds_stepping"], r[7]))
 c.true("restart record written", os.path.exists(os.path.join(out, "restart_00004000.json")) and os.path.exists(os.path.join(out, "run.json")))
 
 # 2. another rank count

@@ -18,6 +18,7 @@ PetscErrorCode MPMCreate(MPI_Comm comm, MPMSim *simout)
   MPMSim sim;
 
   PetscFunctionBeginUser;
+  MPMMemoryReturnFreedBlocks(); /* before anything large is allocated */
   PetscCall(MPMInitializePackage());
   PetscCall(PetscNew(&sim));
   sim->comm = comm;
@@ -451,9 +452,12 @@ PetscErrorCode MPMRun(MPMSim sim)
     PetscCall(MPMCatalystCoProcess(sim));
     PetscCall(OutputAfterStep(sim, &t0));
     PetscCall(Monitor(sim));
+    PetscCall(PetscTime(&t1)); /* the stepping time so far, before a checkpoint records it (and without the checkpoint's own) */
+    sim->wall_steps += t1 - t0;
     PetscCall(PetscLogStagePush(MPM_STAGE_OUTPUT));
     PetscCall(MPMCheckpointAfterStep(sim, &stop));
     PetscCall(PetscLogStagePop());
+    PetscCall(PetscTime(&t0));
   }
   PetscCall(PetscLogStagePop());
   PetscCall(PetscTime(&t1));
