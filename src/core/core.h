@@ -157,6 +157,8 @@ PetscErrorCode MPMParticlesReserve(MPMParticles *p, PetscInt cap);
 PetscErrorCode MPMParticlesAppend(MPMParticles *p, PetscInt count, PetscInt *start);
 PetscErrorCode MPMParticlesGrow(MPMParticles *p, PetscInt count, PetscInt *start);
 PetscErrorCode MPMParticlesCompact(MPMParticles *p, const PetscBool *keep);
+PetscInt       MPMParticlesKeptPrefix(const MPMParticles *p, const PetscBool *keep);
+void           MPMParticlesCompactField(MPMParticles *p, PetscInt f, const PetscBool *keep, PetscInt first);
 PetscErrorCode MPMParticlesPermute(MPMParticles *p, const PetscInt *perm);
 PetscErrorCode MPMParticlesSortByCell(MPMParticles *p, const MPMGridBox *b);
 /* The migrating fields of n particles, field by field (migration; n = 1:
@@ -164,7 +166,7 @@ PetscErrorCode MPMParticlesSortByCell(MPMParticles *p, const MPMGridBox *b);
 void           MPMParticlesPackFields(const MPMParticles *p, const PetscInt *idx, PetscInt n, char *buf);
 void           MPMParticlesUnpackFields(MPMParticles *p, PetscInt start, PetscInt n, const char *buf);
 void           MPMParticlesPackField(const MPMParticles *p, PetscInt f, const PetscInt *idx, PetscInt n, char *buf);
-void           MPMParticlesMoveArrivals(MPMParticles *p, PetscInt from, PetscInt to, PetscInt n);
+void           MPMParticlesDefaultArrivals(MPMParticles *p, PetscInt start, PetscInt n);
 
 /* ------------------------------------------------------------- species */
 /* Output computed from the particle state when a frame is written (pressure,
@@ -328,6 +330,7 @@ PetscErrorCode MPMResampleMerge(MPMSim sim, MPMSpecies *sp, const MPMResample *r
 
 /* memory.c */
 PetscErrorCode MPMMemoryCheck(MPMSim sim, double bytes_per_particle, PetscInt grid_dof);
+void           MPMMemoryReturnFreedBlocks(void);
 
 /* ---------------------------------------------------------------- the run */
 #define MPM_MAX_SPECIES 8

@@ -3,6 +3,25 @@
  * refused with the numbers instead of failing deep inside PETSc (or being
  * killed by the kernel) later.  -memory_check false skips it. */
 #include "core.h"
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
+/* Large freed blocks go back to the system.  After PetscInitialize, glibc
+ * serves even 36-54 MB requests from the heap (measured: mmap is off in
+ * its malloc state then, M_MMAP_MAX 0; MPI_Init alone leaves it on), so
+ * a freed particle array stays resident.  A restart on 2 ranks from a
+ * 1-rank checkpoint grew one rank's particle arrays by 20,000 arrivals and
+ * kept the old copies: 323 MB against 254 MB for a fresh start
+ * (docs/performance.md, "Peak memory").  glibc's default (mappings on, a
+ * threshold that adapts up to 32 MB, so blocks freed and taken again every
+ * step stay on the heap) returns them. */
+void MPMMemoryReturnFreedBlocks(void)
+{
+#if defined(__GLIBC__)
+  (void)mallopt(M_MMAP_MAX, 65536);
+#endif
+}
 
 /* MemAvailable of /proc/meminfo [bytes]; 0 if unknown (not Linux). */
 static double AvailableBytes(void)

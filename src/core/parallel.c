@@ -287,14 +287,17 @@ static PetscErrorCode Partners(MPMSim sim, const PetscMPIInt *scount, PetscMPIIn
 
 /* One species: particles outside the domain are dropped and counted, the
  * others that left this slab are sent to their owner.  In bulk, one
- * message per field and partner: the receives land straight in the field
- * arrays past the particles there now; the leavers, sorted by destination,
- * are packed a field at a time into two buffers in turn (each the size of
- * the largest field's leavers, not of all their fields) and each field is
- * sent as soon as it is packed, so the transfer of one overlaps the
- * packing of the next; the
- * kept ones are compacted field by field while the messages travel; the
- * arrivals then move next to them (only on a rank that also sent). */
+ * message per field and partner, field by field: the field's leavers,
+ * sorted by destination, are packed into one of two buffers in turn (each
+ * the size of the largest field's leavers, not of all their fields) and
+ * sent; then the field's kept particles are compacted and its arrivals are
+ * received straight into the array next to them.  So the arrays never hold
+ * the leavers and the arrivals at once: a rank needs room for the larger of
+ * the particles it had and those it ends with (a restart on another rank
+ * count, where a rank reads a block of particles it mostly gives away and
+ * receives as many, peaked 323 MB on one of 2 ranks, against 254 MB for a
+ * fresh start, with room for both).  Packing a field overlaps the transfer
+ * of the one before. */
 static PetscErrorCode MigrateSpecies(MPMSim sim, MPMParticles *p, PetscInt s, MPMStepReduction *red)
 {
   const size_t   B = p->mbytes;
@@ -328,7 +331,10 @@ static PetscErrorCode MigrateSpecies(MPMSim sim, MPMParticles *p, PetscInt s, MP
     nkeep += keep[q] ? 1 : 0;
     if (dest[q] >= 0) order[scount[dest[q]]++] = q;
   }
-  if (n0 + nrecv > p->cap) PetscCall(MPMParticlesReserve(p, PetscMax(n0 + nrecv, (p->cap * 3) / 2 + 16)));
+  {
+    const PetscInt need = PetscMax(n0, nkeep + nrecv); /* once: PetscMax is a macro */
+    if (need > p->cap) PetscCall(MPMParticlesReserve(p, PetscMax(need, (p->cap * 3) / 2 + 16)));
+  }
   for (PetscInt f = 0; f < p->nfield; f++) {
     const size_t bytes = MPMFieldSize(&p->field[f]) * (size_t)nsend;
     half               = PetscMax(half, bytes);
@@ -341,25 +347,26 @@ static PetscErrorCode MigrateSpecies(MPMSim sim, MPMParticles *p, PetscInt s, MP
     PetscCallMPI(MPI_Type_contiguous((int)MPMFieldSize(&p->field[f]), MPI_BYTE, &type[f]));
     PetscCallMPI(MPI_Type_commit(&type[f]));
   }
-  for (PetscInt f = 0; f < p->nfield; f++) {
-    if (type[f] == MPI_DATATYPE_NULL) continue;
-    char *dst = (char *)p->field[f].data + MPMFieldSize(&p->field[f]) * (size_t)n0;
-    for (PetscMPIInt j = 0; j < nfrom; j++)
-      PetscCallMPI(MPI_Irecv(dst + MPMFieldSize(&p->field[f]) * (size_t)roff[j], fromcount[j], type[f], from[j], 7 + (int)f, sim->comm, &req[nreq++]));
+  {
+    const PetscInt first = MPMParticlesKeptPrefix(p, keep);
+    for (PetscInt f = 0, k = 0; f < p->nfield; f++) {
+      const size_t sz = MPMFieldSize(&p->field[f]);
+      if (type[f] != MPI_DATATYPE_NULL && nto) { /* two halves of sbuf in turn: before packing into one, its last sends must be done */
+        char *buf = sbuf + (k % 2) * half;
+        if (k >= 2) PetscCallMPI(MPI_Waitall(nto, sent + (k % 2) * nto, MPI_STATUSES_IGNORE));
+        MPMParticlesPackField(p, f, order, nsend, buf);
+        for (PetscMPIInt j = 0; j < nto; j++) PetscCallMPI(MPI_Isend(buf + sz * (size_t)soff[j], tocount[j], type[f], to[j], 7 + (int)f, sim->comm, &sent[(k % 2) * nto + j]));
+        k++;
+      }
+      MPMParticlesCompactField(p, f, keep, first); /* slots below nkeep only: the leavers of f are packed */
+      if (type[f] == MPI_DATATYPE_NULL) continue;
+      char *dst = (char *)p->field[f].data + sz * (size_t)nkeep;
+      for (PetscMPIInt j = 0; j < nfrom; j++) PetscCallMPI(MPI_Irecv(dst + sz * (size_t)roff[j], fromcount[j], type[f], from[j], 7 + (int)f, sim->comm, &req[nreq++]));
+    }
   }
-  for (PetscInt f = 0, k = 0; f < p->nfield && nto; f++) { /* two halves of sbuf in turn: before packing into one, its last sends must be done */
-    if (type[f] == MPI_DATATYPE_NULL) continue;
-    const size_t sz  = MPMFieldSize(&p->field[f]);
-    char        *buf = sbuf + (k % 2) * half;
-    if (k >= 2) PetscCallMPI(MPI_Waitall(nto, sent + (k % 2) * nto, MPI_STATUSES_IGNORE));
-    MPMParticlesPackField(p, f, order, nsend, buf);
-    for (PetscMPIInt j = 0; j < nto; j++) PetscCallMPI(MPI_Isend(buf + sz * (size_t)soff[j], tocount[j], type[f], to[j], 7 + (int)f, sim->comm, &sent[(k % 2) * nto + j]));
-    k++;
-  }
-  PetscCall(MPMParticlesCompact(p, keep)); /* while the messages travel: it reads and writes slots below n0 only */
   PetscCallMPI(MPI_Waitall(nreq, req, MPI_STATUSES_IGNORE));
   PetscCallMPI(MPI_Waitall(2 * nto, sent, MPI_STATUSES_IGNORE));
-  if (nrecv) MPMParticlesMoveArrivals(p, n0, nkeep, nrecv);
+  if (nrecv) MPMParticlesDefaultArrivals(p, nkeep, nrecv);
   p->n = nkeep + nrecv;
   red->n += p->n;
   PetscCall(PetscTime(&t1));

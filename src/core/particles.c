@@ -181,22 +181,35 @@ static inline void copy_element(char *dst, const char *src, size_t s)
   }
 }
 
+/* The length of the prefix of kept particles (it stays where it is). */
+PetscInt MPMParticlesKeptPrefix(const MPMParticles *p, const PetscBool *keep)
+{
+  PetscInt n = 0;
+  while (n < p->n && keep[n]) n++;
+  return n;
+}
+
+/* Field f of the particles with keep[q] true moved down over the others,
+ * in their order, from slot first (the kept prefix) to p->n: a stream
+ * through the field's array.  p->n is not changed. */
+void MPMParticlesCompactField(MPMParticles *p, PetscInt f, const PetscBool *keep, PetscInt first)
+{
+  const size_t s    = MPMFieldSize(&p->field[f]);
+  char        *base = (char *)p->field[f].data;
+  PetscInt     k    = first;
+  for (PetscInt q = first; q < p->n; q++)
+    if (keep[q]) copy_element(base + s * (size_t)k++, base + s * (size_t)q, s);
+}
+
 /* Keep the particles with keep[q] true, in their order: field by field,
  * each a stream through its array (a particle at a time would touch every
  * field's array per particle). */
 PetscErrorCode MPMParticlesCompact(MPMParticles *p, const PetscBool *keep)
 {
-  PetscInt n = 0;
+  PetscInt n = MPMParticlesKeptPrefix(p, keep);
 
   PetscFunctionBeginUser;
-  while (n < p->n && keep[n]) n++; /* the kept prefix stays where it is */
-  for (PetscInt f = 0; f < p->nfield; f++) {
-    const size_t s    = MPMFieldSize(&p->field[f]);
-    char        *base = (char *)p->field[f].data;
-    PetscInt     k    = n;
-    for (PetscInt q = n; q < p->n; q++)
-      if (keep[q]) copy_element(base + s * (size_t)k++, base + s * (size_t)q, s);
-  }
+  for (PetscInt f = 0; f < p->nfield; f++) MPMParticlesCompactField(p, f, keep, n);
   for (PetscInt q = n; q < p->n; q++) n += keep[q] ? 1 : 0;
   p->n = n;
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -221,19 +234,12 @@ void MPMParticlesPackFields(const MPMParticles *p, const PetscInt *idx, PetscInt
   }
 }
 
-/* Slots [from, from + n) to [to, to + n) in every field (the arrivals of a
- * migration, received past the old end, next to the particles kept); the
- * fields that do not migrate get their default there. */
-void MPMParticlesMoveArrivals(MPMParticles *p, PetscInt from, PetscInt to, PetscInt n)
+/* Slots [start, start + n) of the fields that do not migrate get their
+ * default (the arrivals of a migration, received in place). */
+void MPMParticlesDefaultArrivals(MPMParticles *p, PetscInt start, PetscInt n)
 {
-  for (PetscInt f = 0; f < p->nfield; f++) {
-    if (!(p->field[f].flags & MPM_FIELD_MIGRATE)) {
-      FieldFillDefault(&p->field[f], to, to + n);
-      continue;
-    }
-    const size_t s = MPMFieldSize(&p->field[f]);
-    if (from != to) memmove((char *)p->field[f].data + s * (size_t)to, (char *)p->field[f].data + s * (size_t)from, s * (size_t)n);
-  }
+  for (PetscInt f = 0; f < p->nfield; f++)
+    if (!(p->field[f].flags & MPM_FIELD_MIGRATE)) FieldFillDefault(&p->field[f], start, start + n);
 }
 
 /* The inverse of MPMParticlesPackFields into slots start .. start + n - 1:
