@@ -11,9 +11,9 @@
  * serves even 36-54 MB requests from the heap (measured: mmap is off in
  * its malloc state then, M_MMAP_MAX 0; MPI_Init alone leaves it on), so
  * a freed particle array stays resident.  A restart on 2 ranks from a
- * 1-rank checkpoint grew one rank's particle arrays by 20,000 arrivals and
- * kept the old copies: 323 MB against 254 MB for a fresh start
- * (docs/performance.md, "Peak memory").  glibc's default (mappings on, a
+ * 1-rank checkpoint grew one rank's particle arrays for 20,000 arrivals and
+ * kept the old copies: 331 MB against 254 MB for a fresh start
+ * (docs/performance.md, "Freed arrays back to the system").  glibc's default (mappings on, a
  * threshold that adapts up to 32 MB, so blocks freed and taken again every
  * step stay on the heap) returns them. */
 void MPMMemoryReturnFreedBlocks(void)

@@ -293,11 +293,10 @@ static PetscErrorCode Partners(MPMSim sim, const PetscMPIInt *scount, PetscMPIIn
  * sent; then the field's kept particles are compacted and its arrivals are
  * received straight into the array next to them.  So the arrays never hold
  * the leavers and the arrivals at once: a rank needs room for the larger of
- * the particles it had and those it ends with (a restart on another rank
- * count, where a rank reads a block of particles it mostly gives away and
- * receives as many, peaked 323 MB on one of 2 ranks, against 254 MB for a
- * fresh start, with room for both).  Packing a field overlaps the transfer
- * of the one before. */
+ * the particles it had and those it ends with, not for both (a restart on
+ * another rank count has a rank read a block of particles that it may
+ * mostly give away, receiving as many).  Packing a field overlaps the
+ * transfer of the one before. */
 static PetscErrorCode MigrateSpecies(MPMSim sim, MPMParticles *p, PetscInt s, MPMStepReduction *red)
 {
   const size_t   B = p->mbytes;
