@@ -236,10 +236,12 @@ typedef struct MPMPlacedShape_ {
   PetscInt                 ntris;
   PetscInt                 keep_axis;          /* a mesh's samples reach [keep_lo, keep_hi] along this world axis; -1: all of them, or not sampled yet (data NULL) */
   double                   keep_lo, keep_hi;   /* [m] */
+  PetscBool                released;           /* its data freed (MPMPlacedShapeRelease): not to be evaluated again */
 } MPMPlacedShape;
 
 PetscErrorCode MPMShapeFromOptions(MPI_Comm comm, PetscInt dim, const char *prefix, const char *title, PetscBool allow_half_space, PetscBool allow_motion, MPMPlacedShape *ps);
 PetscErrorCode MPMPlacedShapeDestroy(MPMPlacedShape *ps);
+PetscErrorCode MPMPlacedShapeRelease(MPMPlacedShape *ps);
 double         MPMPlacedShapeBytes(const MPMPlacedShape *ps);
 PetscErrorCode MPMShapeMeshLoad(const char *path, const char *opt, double scale, double spacing, MPMPlacedShape *ps); /* mesh.c */
 /* mesh.c: sample the shape's meshes (MPMShapeFromOptions only reads them;
@@ -295,6 +297,7 @@ typedef struct {
 PetscErrorCode MPMRegionsSetUp(MPMSim sim);
 PetscErrorCode MPMSeedRegions(MPMSim sim);
 PetscErrorCode MPMRegionsPlaneCounts(MPMSim sim, int64_t *hist);
+PetscErrorCode MPMRegionsRelease(MPMSim sim);
 PetscErrorCode MPMEmittersSetUp(MPMSim sim);
 PetscErrorCode MPMEmittersStep(MPMSim sim, double t_new, int64_t *emitted);
 double         MPMSeedUpperBound(const MPMSim sim);
@@ -418,6 +421,7 @@ struct _p_MPMSim {
   char        outdir[PETSC_MAX_PATH_LEN];
   PetscLogDouble wall_start, wall_steps;
   double      particle_steps; /* sum over steps of the global particle count */
+  double      geometry_bytes_setup; /* this rank's shapes (regions and objects) at the end of the set-up, before the regions were released (MPMGeometryBytes) */
   char       *options_string; /* the full options database, for provenance */
   int64_t     step_flags;     /* MPM_FLAG_* of the last step's reduction */
   int         exit_code;      /* 0, or MPM_EXIT_CHECKPOINTED */

@@ -212,6 +212,18 @@ static PetscErrorCode SeedRegion(MPMSim sim, PetscInt r, PetscInt *count, int64_
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* After the initial state (seeded, or read from a checkpoint) nothing
+ * evaluates a region's shape again, so its terrain heights, mesh samples
+ * and vertices go: a landslide's body cut between two copies of a terrain
+ * held them on every rank for the whole run (inputs/landslide_terrain_3d.yaml:
+ * two of the three copies of valley.asc). */
+PetscErrorCode MPMRegionsRelease(MPMSim sim)
+{
+  PetscFunctionBeginUser;
+  for (PetscInt r = 0; r < sim->nreg; r++) PetscCall(MPMPlacedShapeRelease(&sim->reg[r].ps));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* The particles are counted first and every species' storage reserved
  * once: appending them one by one grew every field geometrically, and the
  * freed smaller copies stayed in the heap (1M particles of 309 B of state

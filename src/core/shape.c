@@ -431,10 +431,21 @@ PetscErrorCode MPMPlacedShapeDestroy(MPMPlacedShape *ps)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Its data freed for good (a region after the initial state): it holds
+ * no bytes and must not be evaluated again. */
+PetscErrorCode MPMPlacedShapeRelease(MPMPlacedShape *ps)
+{
+  PetscFunctionBeginUser;
+  PetscCall(MPMPlacedShapeDestroy(ps));
+  ps->released = PETSC_TRUE;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* The bytes a shape holds: polygon vertices, terrain heights, a mesh's
  * near-surface samples and brick table, and those of its parts. */
 double MPMPlacedShapeBytes(const MPMPlacedShape *ps)
 {
+  if (ps->released) return 0;
   double b = ps->stored_bytes;
   if (ps->shape.type == MPM_SHAPE_POLYGON && ps->data) b += 2.0 * ps->shape.np * sizeof(double);
   if (ps->shape.type == MPM_SHAPE_HEIGHTFIELD) b += (double)ps->shape.nx * ps->shape.nz * sizeof(double);

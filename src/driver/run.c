@@ -422,6 +422,8 @@ static PetscErrorCode StartState(MPMSim sim)
   PetscCall(MPMOutputSetUp(sim, restarted));
   if (!restarted) PetscCall(InitialState(sim));
   else PetscCall(MPMCollidersFitSlab(sim)); /* the slabs as the checkpoint left them */
+  sim->geometry_bytes_setup = MPMGeometryBytes(sim); /* the summary's figure, with the regions */
+  PetscCall(MPMRegionsRelease(sim));                 /* seeded (or read back): their shapes are not needed again */
   PetscCall(MPMObjectsTraceStill(sim));
   PetscCall(PrintSetup(sim));
   if (!restarted) PetscCall(OutputAll(sim));

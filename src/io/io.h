@@ -31,6 +31,7 @@ PetscErrorCode MPMRank0Outcome(MPMSim sim, PetscErrorCode ierr, const char *what
 PetscErrorCode MPMOutputFrame(MPMSim sim);
 PetscErrorCode MPMOutputHistory(MPMSim sim, const MPMDiagnostics *d);
 PetscErrorCode MPMOutputSummary(MPMSim sim);
+double         MPMGeometryBytes(const MPMSim sim);
 PetscErrorCode MPMOutputFinalize(MPMSim sim);
 PetscErrorCode MPMOutputWriteXdmf(MPMSim sim);
 PetscErrorCode MPMOutputObjects(MPMSim sim); /* surfaces.c: the objects' surfaces and objects.xmf (rank 0) */

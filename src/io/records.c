@@ -490,19 +490,29 @@ static PetscErrorCode ObjectTotals(MPMSim sim, char *buf, size_t len)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The bytes this rank's shapes hold now: the regions' and the objects'
+ * samples, heights and vertices. */
+double MPMGeometryBytes(const MPMSim sim)
+{
+  double b = 0;
+  for (PetscInt r = 0; r < sim->nreg; r++) b += MPMPlacedShapeBytes(&sim->reg[r].ps);
+  for (PetscInt o = 0; sim->colliders && o < sim->colliders->nobj; o++) b += MPMPlacedShapeBytes(&sim->colliders->obj[o].ps);
+  return b;
+}
+
 /* The run's counts and totals as summary.json lines: plausibility
  * warnings, the steps by limit, the objects' loads, and the integrator's
  * statistics ("integrator_<name>", none for an integrator without). */
 static PetscErrorCode StatsTotals(MPMSim sim, char *buf, size_t len)
 {
   MPMStepStats st;
-  double       geom = 0; /* the shapes' samples, heights and vertices on the rank that holds most */
+  double       geom[2]; /* the shapes' samples, heights and vertices on the rank that holds most: the most held (the set-up's end, with the regions, or now), and now */
 
   PetscFunctionBeginUser;
-  for (PetscInt r = 0; r < sim->nreg; r++) geom += MPMPlacedShapeBytes(&sim->reg[r].ps);
-  for (PetscInt o = 0; sim->colliders && o < sim->colliders->nobj; o++) geom += MPMPlacedShapeBytes(&sim->colliders->obj[o].ps);
-  PetscCall(MPMGlobalMax(sim->comm, &geom, 1));
-  PetscCall(PetscSNPrintf(buf, len, "  \"warnings\": %" PetscInt_FMT ",\n  \"geometry_bytes_max_rank\": %.6g,\n", MPMWarnings(), geom));
+  geom[1] = MPMGeometryBytes(sim);
+  geom[0] = PetscMax(geom[1], sim->geometry_bytes_setup);
+  PetscCall(MPMGlobalMax(sim->comm, geom, 2));
+  PetscCall(PetscSNPrintf(buf, len, "  \"warnings\": %" PetscInt_FMT ",\n  \"geometry_bytes_max_rank\": %.6g,\n  \"geometry_bytes_stepping_max_rank\": %.6g,\n", MPMWarnings(), geom[0], geom[1]));
   PetscCall(DtLimits(sim, buf, len));
   PetscCall(ObjectTotals(sim, buf, len));
   PetscCall(MPMIntegratorStats(sim->integ, &st));
