@@ -26,12 +26,12 @@ PetscErrorCode MPMBalanceSetUp(MPMSim sim)
 {
   PetscFunctionBeginUser;
   sim->balance_threshold = 1.2;
-  if (sim->balance_node_cost == 0) sim->balance_node_cost = 0.08; /* unless the integrator set its own (semi_implicit) */
+  sim->balance_node_cost = 0.08;
   sim->balance_initial   = PETSC_TRUE;
   PetscOptionsBegin(sim->comm, NULL, "Load balancing", NULL);
   PetscCall(MPMOptionsReal("-balance_threshold", "Rebalance the slabs when max/mean work per rank exceeds this (0: never) [-]", NULL, sim->balance_threshold,
                              &sim->balance_threshold, NULL));
-  PetscCall(MPMOptionsReal("-balance_node_cost", "Work of one grid node per step in particle-equivalents (0: balance particles only).  The default is the integrator's, measured: 0.08 (explicit, and the others), 0.01 (semi_implicit, whose operator works on the nodes with mass only) [-]", NULL,
+  PetscCall(MPMOptionsReal("-balance_node_cost", "Work of one grid node per step in particle-equivalents (0: balance particles only) [-]", NULL,
                              sim->balance_node_cost, &sim->balance_node_cost, NULL));
   PetscCall(PetscOptionsBool("-balance_initial", "Start with the slabs at the work quantiles of the particles the regions seed, or of a checkpoint's on another rank count (false: even slabs; with -balance_threshold 0 they stay even)", NULL,
                              sim->balance_initial, &sim->balance_initial, NULL));

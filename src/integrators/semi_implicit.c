@@ -664,11 +664,6 @@ static PetscErrorCode SemiOptions(MPMIntegrator integ, MPMSim sim)
   se->flip         = 0.95;
   se->definite     = PETSC_TRUE;
   se->cfl_hardened = 16.0;
-  /* The default of -balance_node_cost (read later): a node costs 0.01 particle-equivalents here, not the explicit step's 0.08.  Measured
-   * on the 3D snowball at dx 8 mm to 0.06 s, 1 rank: 440,000 more empty nodes (the domain 3x deeper) cost 4.7 s of 90 over 210 steps,
-   * 51 ns a node-step against 5.5 us a particle-step; on 2 ranks the slabs then hold 36.5k and 39.2k particles instead of 31.3k and
-   * 44.5k, and the run takes 52.6 s instead of 56.0 (three runs each, docs/performance.md "Snow"). */
-  sim->balance_node_cost = 0.01;
   PetscCall(PetscSNPrintf(title, sizeof(title), "Semi-implicit integrator (Stomakhin et al. 2013 eq. 9; solver options -%sksp_*, -%spc_*)", integ->prefix, integ->prefix));
   PetscOptionsBegin(sim->comm, NULL, title, NULL);
   PetscCall(MPMHeldPICOptions(PetscOptionsObject, &se->held));
