@@ -236,12 +236,10 @@ typedef struct MPMPlacedShape_ {
   PetscInt                 ntris;
   PetscInt                 keep_axis;          /* a mesh's samples reach [keep_lo, keep_hi] along this world axis; -1: all of them, or not sampled yet (data NULL) */
   double                   keep_lo, keep_hi;   /* [m] */
-  PetscBool                released;           /* its data freed (MPMPlacedShapeRelease): not to be evaluated again */
 } MPMPlacedShape;
 
 PetscErrorCode MPMShapeFromOptions(MPI_Comm comm, PetscInt dim, const char *prefix, const char *title, PetscBool allow_half_space, PetscBool allow_motion, MPMPlacedShape *ps);
 PetscErrorCode MPMPlacedShapeDestroy(MPMPlacedShape *ps);
-PetscErrorCode MPMPlacedShapeRelease(MPMPlacedShape *ps);
 double         MPMPlacedShapeBytes(const MPMPlacedShape *ps);
 PetscErrorCode MPMShapeMeshLoad(const char *path, const char *opt, double scale, double spacing, MPMPlacedShape *ps); /* mesh.c */
 /* mesh.c: sample the shape's meshes (MPMShapeFromOptions only reads them;

@@ -220,7 +220,7 @@ static PetscErrorCode SeedRegion(MPMSim sim, PetscInt r, PetscInt *count, int64_
 PetscErrorCode MPMRegionsRelease(MPMSim sim)
 {
   PetscFunctionBeginUser;
-  for (PetscInt r = 0; r < sim->nreg; r++) PetscCall(MPMPlacedShapeRelease(&sim->reg[r].ps));
+  for (PetscInt r = 0; r < sim->nreg; r++) PetscCall(MPMPlacedShapeDestroy(&sim->reg[r].ps)); /* not to be evaluated again */
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

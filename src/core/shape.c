@@ -427,17 +427,8 @@ PetscErrorCode MPMPlacedShapeDestroy(MPMPlacedShape *ps)
   PetscCall(PetscFree(ps->data));
   PetscCall(PetscFree(ps->bricks));
   PetscCall(PetscFree(ps->tris));
-  ps->nparts = 0;
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* Its data freed for good (a region after the initial state): it holds
- * no bytes and must not be evaluated again. */
-PetscErrorCode MPMPlacedShapeRelease(MPMPlacedShape *ps)
-{
-  PetscFunctionBeginUser;
-  PetscCall(MPMPlacedShapeDestroy(ps));
-  ps->released = PETSC_TRUE;
+  ps->nparts       = 0;
+  ps->stored_bytes = 0; /* it holds nothing now (a region after the initial state: MPMRegionsRelease) */
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -445,10 +436,9 @@ PetscErrorCode MPMPlacedShapeRelease(MPMPlacedShape *ps)
  * near-surface samples and brick table, and those of its parts. */
 double MPMPlacedShapeBytes(const MPMPlacedShape *ps)
 {
-  if (ps->released) return 0;
   double b = ps->stored_bytes;
   if (ps->shape.type == MPM_SHAPE_POLYGON && ps->data) b += 2.0 * ps->shape.np * sizeof(double);
-  if (ps->shape.type == MPM_SHAPE_HEIGHTFIELD) b += (double)ps->shape.nx * ps->shape.nz * sizeof(double);
+  if (ps->shape.type == MPM_SHAPE_HEIGHTFIELD && ps->data) b += (double)ps->shape.nx * ps->shape.nz * sizeof(double);
   for (PetscInt i = 0; i < ps->nparts; i++) b += MPMPlacedShapeBytes(&ps->parts[i]);
   return b;
 }
