@@ -78,9 +78,15 @@ c.true("after the restart the summary's stepping time includes the steps before 
 c.true("restart record written", os.path.exists(os.path.join(out, "restart_00004000.json")) and os.path.exists(os.path.join(out, "run.json")))
 
 # 2. another rank count
+with h5py.File(os.path.join(saved, "ckpt_00003000.h5"), "r") as h:
+    r3, rs3 = h.attrs["time_dt_dtlo_dthi_tnext_tlastframe_psteps_wallsteps"], float(np.atleast_1d(h.attrs["rank_seconds_stepping"])[0])
+c.close("checkpoint written on 2 ranks records 2 rank-seconds per stepping second", rs3 / r3[7], 2.0, rtol=1e-12)
 for n in (1, 3):
     o = T.outdir("ckpt_ranks_%d" % n)
     run(n, o, "-restart", os.path.join(saved, "ckpt_00003000.h5"))
+    s = T.mpmio.summary(o)  # 3000 steps on 2 ranks, the rest on n: the per-rank rate counts each part's ranks
+    rank_s = rs3 + (s["wall_seconds_stepping"] - r3[7]) * n
+    c.close("restart on %d ranks: particle-steps/s per rank over the rank-seconds of both parts" % n, s["particle_steps_per_second_per_rank"], s["particle_steps"] / rank_s, rtol=1e-4)
     a, b = final(ref), final(o)
     c.true("restart on %d ranks: same ids" % n, np.array_equal(a["id"], b["id"]))
     c.close("restart on %d ranks: position max diff / 0.6 m" % n, np.abs(a["position"] - b["position"]).max() / 0.6, 0.0, atol=1e-9)

@@ -418,6 +418,7 @@ struct _p_MPMSim {
   int64_t     n_split, n_merged; /* particles split in two, pairs merged (resample.c): ids of split halves count from n_split */
   char        outdir[PETSC_MAX_PATH_LEN];
   PetscLogDouble wall_start, wall_steps;
+  PetscLogDouble rank_seconds_steps; /* stepping wall time times the rank count, summed across restarts on any rank count (per-rank rates) */
   double      particle_steps; /* sum over steps of the global particle count */
   double      geometry_bytes_setup; /* this rank's shapes (regions and objects) at the end of the set-up, before the regions were released (MPMGeometryBytes) */
   char       *options_string; /* the full options database, for provenance */

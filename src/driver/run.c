@@ -390,6 +390,15 @@ static PetscErrorCode Step(MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Wall time spent stepping (without output and checkpoints), and the same
+ * times the rank count: a run restarted on another rank count divides its
+ * particle-steps by the rank-seconds of every part (summary.json). */
+static void SteppingTime(MPMSim sim, PetscLogDouble dt)
+{
+  sim->wall_steps += dt;
+  sim->rank_seconds_steps += dt * sim->size;
+}
+
 /* Frames and history rows due after a step. */
 static PetscErrorCode OutputAfterStep(MPMSim sim, PetscLogDouble *t0)
 {
@@ -398,7 +407,7 @@ static PetscErrorCode OutputAfterStep(MPMSim sim, PetscLogDouble *t0)
   PetscFunctionBeginUser;
   if (sim->t >= sim->t_next_output * (1 - 1e-12)) {
     PetscCall(PetscTime(&t1));
-    sim->wall_steps += t1 - *t0;
+    SteppingTime(sim, t1 - *t0);
     PetscCall(OutputAll(sim));
     sim->t_next_output += sim->output_dt;
     PetscCall(PetscTime(t0));
@@ -455,7 +464,7 @@ PetscErrorCode MPMRun(MPMSim sim)
     PetscCall(OutputAfterStep(sim, &t0));
     PetscCall(Monitor(sim));
     PetscCall(PetscTime(&t1)); /* the stepping time so far, before a checkpoint records it (and without the checkpoint's own) */
-    sim->wall_steps += t1 - t0;
+    SteppingTime(sim, t1 - t0);
     PetscCall(PetscLogStagePush(MPM_STAGE_OUTPUT));
     PetscCall(MPMCheckpointAfterStep(sim, &stop));
     PetscCall(PetscLogStagePop());
@@ -463,7 +472,7 @@ PetscErrorCode MPMRun(MPMSim sim)
   }
   PetscCall(PetscLogStagePop());
   PetscCall(PetscTime(&t1));
-  sim->wall_steps += t1 - t0;
+  SteppingTime(sim, t1 - t0);
   if (!stop && sim->t > sim->t_last_frame) PetscCall(OutputAll(sim)); /* the final state */
   PetscCall(MPMOutputSummary(sim));
   {

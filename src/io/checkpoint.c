@@ -210,6 +210,7 @@ static PetscErrorCode WriteState(MPMSim sim, hid_t file)
     const double e[3] = {sim->energy0, (double)sim->energy0_set, sim->work_ramp};
     PetscCall(MPMH5WriteAttr(file, "energy0_set_workramp", H5T_NATIVE_DOUBLE, 3, e));
   }
+  PetscCall(MPMH5WriteAttr(file, "rank_seconds_stepping", H5T_NATIVE_DOUBLE, 1, &sim->rank_seconds_steps));
   PetscCall(WriteTotals(sim, file));
   for (PetscInt e = 0; e < sim->nem; e++) layers[e] = sim->em[e].layers;
   layers[sim->nem] = sim->nem;
@@ -525,6 +526,8 @@ static PetscErrorCode ReadState(MPMSim sim, hid_t file, const char *what, int64_
   sim->n_deleted      = i[3];
   sim->n_emitted      = i[4];
   *ranks              = i[6];
+  sim->rank_seconds_steps = sim->wall_steps * (double)i[6]; /* checkpoints before 2026-11-27 (fifth session): one rank count so far, assumed */
+  if (H5Aexists(file, "rank_seconds_stepping") > 0) PetscCall(MPMH5ReadAttr(file, "rank_seconds_stepping", H5T_NATIVE_DOUBLE, 1, &sim->rank_seconds_steps, what));
   if (H5Aexists(file, "particles_split_merged") > 0) { /* checkpoints before 2026-11-26 have none: nothing was split */
     int64_t sm[2];
     PetscCall(MPMH5ReadAttr(file, "particles_split_merged", H5T_NATIVE_INT64, 2, sm, what));

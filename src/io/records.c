@@ -543,6 +543,7 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
   PetscCall(PerRankCounts(sim, owned, nodes, clen));
   PetscCall(StatsTotals(sim, stats, sizeof(stats)));
   const double psteps = sim->particle_steps, rate = sim->wall_steps > 0 ? psteps / sim->wall_steps : 0;
+  const double rate_rank = sim->rank_seconds_steps > 0 ? psteps / sim->rank_seconds_steps : 0; /* across restarts on other rank counts too */
   PetscCall(PetscSNPrintf(text, tlen,
                           "{\n  \"version\": \"%s\",\n  \"ranks\": %d,\n  \"dim\": %" PetscInt_FMT ",\n  \"particles\": %lld,\n  \"particles_deleted\": %lld,\n"
                           "  \"particles_emitted\": %lld,\n  \"particles_split\": %lld,\n  \"particles_merged\": %lld,\n  \"steps\": %" PetscInt_FMT ",\n  \"simulated_time\": %.12g,\n  \"dt_min\": %.6g,\n  \"dt_max\": %.6g,\n"
@@ -554,7 +555,7 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
                           "  \"nodes_per_rank\": [%s],\n  \"balance_node_cost\": %.6g,\n  \"rebalances\": %" PetscInt_FMT ",\n  \"checkpoints_written\": %" PetscInt_FMT ",\n  \"checkpoint_seconds\": %.6g,\n%s  \"status\": \"%s\"\n}\n",
                           MPMVersion(), sim->size, sim->dim, (long long)d.n, (long long)sim->n_deleted, (long long)sim->n_emitted, (long long)sim->n_split, (long long)sim->n_merged, sim->step,
                           sim->t, sim->step ? sim->dt_lo : 0.0, sim->step ? sim->dt_hi : 0.0, d.mass, d.mom[0], d.mom[1], d.mom[2], d.ke, d.ee, d.pe, wobj, diss, wall, sim->wall_steps, psteps,
-                          rate, rate / sim->size, sim->species[0]->p.bytes, rss[0], rss_sum, sim->frame, counts, nodes, sim->balance_node_cost, sim->rebalances, sim->ckpt_count, sim->ckpt_seconds,
+                          rate, rate_rank, sim->species[0]->p.bytes, rss[0], rss_sum, sim->frame, counts, nodes, sim->balance_node_cost, sim->rebalances, sim->ckpt_count, sim->ckpt_seconds,
                           stats, sim->exit_code == MPM_EXIT_CHECKPOINTED ? "checkpointed" : (sim->exit_code == MPM_EXIT_NONFINITE ? "nonfinite" : "finished")));
   PetscCall(JsonFiniteNumbers(text, tlen));
   PetscCall(PetscSNPrintf(path, sizeof(path), "%s/summary.json", sim->outdir));
