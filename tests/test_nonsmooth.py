@@ -330,12 +330,21 @@ imp = {}
 for tag, n, extra in (("default1", 1, []), ("default2", 2, []), ("tight", 1, ["-nonsmooth_tol", "2e-4"])):
     o = T.outdir("nonsmooth_impact_" + tag)
     T.run_deck("crater_3d.yaml", n, o, *CRATER, *extra)
-    imp[tag] = (T.mpmio.history(o), final(o))
+    imp[tag] = (T.mpmio.history(o), final(o), summary(o))
     h = imp[tag][0]
     tol = 2e-4 if tag == "tight" else 1e-3
     c.true("impact %s: every step converged (%d sweeps at most)" % (tag, h["dcfp_its"].max()), h["dcfp_its"].max() < 1000 and h["dcfp_residual"].max() <= tol)
 c.within("impact: the grains' largest pressure over rho g L (the stress unit applies)", imp["default1"][1]["pressure"].max() / RHO_G_L, 5.0, 1e9)
 c.true("impact: 1 and 2 ranks, the same ball to the bit", imp["default1"][0]["ball_y"][-1] == imp["default2"][0]["ball_y"][-1] and imp["default1"][0]["ball_vy"][-1] == imp["default2"][0]["ball_vy"][-1])
+c.true("impact: no step counted unconverged (summary.json)", imp["default1"][2]["integrator_dcfp_unconverged"] == 0)
+# the seed's unit with a short sweep limit: every step stops above the tolerance, is counted, and the first is said once
+o = T.outdir("nonsmooth_impact_unconverged")
+p = T.run_deck("crater_3d.yaml", 1, o, *CRATER[:4], "-max_steps", "3", "-history_interval", "1", "-nonsmooth_tol_stress", "false", "-nonsmooth_max_it", "20")
+h = T.mpmio.history(o)
+_, first = np.unique(h["step"], return_index=True)
+above = int((h["dcfp_residual"][first][1:] > 1e-3).sum())
+c.true("unconverged steps: counted in summary.json as in history.csv (%d of 3)" % above, above == 3 and summary(o)["integrator_dcfp_unconverged"] == 3 and h["dcfp_unconverged"][first][1:].sum() == 3)
+c.true("unconverged steps: one warning, naming -nonsmooth_max_it", p.stdout.count("warning: step") == 1 and "-nonsmooth_max_it 20" in p.stdout, p.stdout[-400:])
 c.close("impact: ball velocity, tolerance 1e-3 against 2e-4 [m/s]", imp["default1"][0]["ball_vy"][-1], imp["tight"][0]["ball_vy"][-1], atol=5e-3)
 c.close("impact: ball height, tolerance 1e-3 against 2e-4 [m]", imp["default1"][0]["ball_y"][-1], imp["tight"][0]["ball_y"][-1], atol=1e-4)
 

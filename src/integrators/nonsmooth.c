@@ -74,7 +74,7 @@ typedef struct {
   PetscBool       monitor;                      /* -nonsmooth_monitor: the residual after every sweep */
 } Nonsmooth;
 
-enum { NS_STAT_ITS, NS_STAT_RESIDUAL, NS_STAT_FAILSAFE, NS_STAT_NODES, NS_NSTAT };
+enum { NS_STAT_ITS, NS_STAT_RESIDUAL, NS_STAT_FAILSAFE, NS_STAT_NODES, NS_STAT_UNCONVERGED, NS_NSTAT }; /* the last: steps that stopped at -nonsmooth_max_it above the tolerance */
 typedef enum { NS_SOLVER_GS, NS_SOLVER_APGD } NonsmoothSolver;
 static const char *const SolverNames[] = {"gs", "apgd", "NonsmoothSolver", "NS_SOLVER_", NULL};
 
@@ -104,7 +104,7 @@ static PetscErrorCode NonsmoothOptions(MPMIntegrator integ, MPMSim sim)
                            NULL, ns->tol, &ns->tol, NULL));
   PetscCall(PetscOptionsBool("-tol_stress", "Measure the residual against the larger of rho g L and the largest pressure at a node: an impact loads the grains with many times rho g L, and 1e-3 rho g L is then a far tighter relative tolerance than the seed's (false: rho g L alone)", NULL,
                              ns->tol_stress, &ns->tol_stress, NULL));
-  PetscCall(PetscOptionsInt("-max_it", "Most Gauss-Seidel sweeps per step (then the step goes on with the last iterate; history.csv dcfp_residual shows it above the tolerance)", NULL, ns->max_it, &ns->max_it, NULL));
+  PetscCall(PetscOptionsInt("-max_it", "Most Gauss-Seidel sweeps per step (then the step goes on with the last iterate, with a warning at the first such step; history.csv and summary.json count them, dcfp_unconverged)", NULL, ns->max_it, &ns->max_it, NULL));
   PetscCall(MPMOptionsReal("-omega",
                            "Gauss-Seidel over-relaxation: each node moves omega times its exact local solve's step, then back into its cone (1: the seed's Gauss-Seidel; 1.5 cut the sweeps of the 2D collapse by 30 %) [-]",
                            NULL, ns->omega, &ns->omega, NULL));
@@ -231,7 +231,7 @@ static PetscErrorCode NonsmoothSetUp(MPMIntegrator integ, MPMSim sim)
   }
   ns->scale = rho * (g > 0 ? sqrt(g) : 9.81) * L;
   {
-    static const char *const names[NS_NSTAT] = {"dcfp_its", "dcfp_residual", "dcfp_failsafe", "dcfp_nodes"};
+    static const char *const names[NS_NSTAT] = {"dcfp_its", "dcfp_residual", "dcfp_failsafe", "dcfp_nodes", "dcfp_unconverged"};
     ns->st.n                                 = NS_NSTAT;
     for (int k = 0; k < NS_NSTAT; k++) PetscCall(PetscStrncpy(ns->st.name[k], names[k], sizeof(ns->st.name[k])));
   }
@@ -868,18 +868,29 @@ static PetscErrorCode SweepColour(Nonsmooth *ns, MPMSim sim, int colour, Vec vel
 /* A node's mean normal stress (its pressure, tr / d) from the trace part
  * r_N of its stress (mpm_chi: tr = sqrt(6) r_N in 3D, 2 r_N in 2D): the
  * unit of the tolerance where it exceeds rho g L.  Not the whole stress's
- * norm: the shear is at most mu times the pressure, and a column at rest
- * has p <= rho g H <= rho g L, so gravity-loaded grains keep the seed's
- * unit to the bit. */
+ * norm: the shear is at most mu times the pressure, and grains at rest
+ * under their weight have p <= rho g H <= rho g L, so they keep the seed's
+ * unit (a collapse's first, dynamic steps can exceed it). */
 static double NodePressure(int dim, const double *l)
 {
   return (dim == 3 ? sqrt(2.0 / 3.0) : 1.0) * l[0];
 }
 
+/* The largest residual r and nodal pressure smax of the ranks, into the
+ * residual over the tolerance's unit: rho g L, or the largest pressure
+ * where that is larger (-nonsmooth_tol_stress) */
+static PetscErrorCode ResidualOver(Nonsmooth *ns, MPMSim sim, double r, double smax, double *res)
+{
+  double m[2] = {r, smax};
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMGlobalMax(sim->comm, m, 2));
+  *res = m[0] / (ns->tol_stress ? PetscMax(ns->scale, m[1]) : ns->scale);
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* The largest per-node natural-map residual, over rho g L or the largest
  * nodal pressure (ResidualOver; the active nodes of ColourSetUp's lists) */
-static PetscErrorCode ResidualOver(Nonsmooth *ns, MPMSim sim, double r, double smax, double *res);
-
 static PetscErrorCode Residual(Nonsmooth *ns, MPMSim sim, Vec vell, double *res)
 {
   const MPMLayout   *l = &sim->layout;
@@ -905,19 +916,6 @@ static PetscErrorCode Residual(Nonsmooth *ns, MPMSim sim, Vec vell, double *res)
   PetscCall(VecRestoreArrayRead(vell, &vel));
   PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
   PetscCall(ResidualOver(ns, sim, *res, smax, res));
-  PetscFunctionReturn(PETSC_SUCCESS);
-}
-
-/* The largest residual r and nodal pressure smax of the ranks, into the
- * residual over the tolerance's unit: rho g L, or the largest pressure
- * where that is larger (-nonsmooth_tol_stress) */
-static PetscErrorCode ResidualOver(Nonsmooth *ns, MPMSim sim, double r, double smax, double *res)
-{
-  double m[2] = {r, smax};
-
-  PetscFunctionBeginUser;
-  PetscCall(MPMGlobalMax(sim->comm, m, 2));
-  *res = m[0] / (ns->tol_stress ? PetscMax(ns->scale, m[1]) : ns->scale);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -1310,6 +1308,26 @@ static void FrictionOfInertia(Nonsmooth *ns, MPMSim sim, double dt, const double
   }
 }
 
+
+/* A step whose friction problem stopped at -nonsmooth_max_it above the
+ * tolerance goes on with the last iterate; it is counted (history.csv and
+ * summary.json, dcfp_unconverged), and the first one of the run is said. */
+static PetscErrorCode CountUnconverged(Nonsmooth *ns, MPMSim sim, PetscInt its, double res)
+{
+  const PetscBool unconverged = res > ns->tol ? PETSC_TRUE : PETSC_FALSE;
+
+  PetscFunctionBeginUser;
+  ns->st.value[NS_STAT_UNCONVERGED] = unconverged ? 1.0 : 0.0;
+  if (!unconverged) PetscFunctionReturn(PETSC_SUCCESS);
+  if (ns->st.total[NS_STAT_UNCONVERGED] == 0)
+    PetscCall(PetscPrintf(sim->comm,
+                          "warning: step %" PetscInt_FMT ": the friction problem stopped at -nonsmooth_max_it %" PetscInt_FMT " with residual %.3g above -nonsmooth_tol %g; the step goes on with the last iterate "
+                          "(history.csv and summary.json count such steps: dcfp_unconverged)\n",
+                          sim->step + 1, its, res, ns->tol));
+  ns->st.total[NS_STAT_UNCONVERGED] += 1;
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* ----------------------------------------------------------------- step */
 static PetscErrorCode NonsmoothStep(MPMIntegrator integ, MPMSim sim, double dt, double *vmax)
 {
@@ -1359,6 +1377,7 @@ static PetscErrorCode NonsmoothStep(MPMIntegrator integ, MPMSim sim, double dt, 
   ns->st.total[NS_STAT_RESIDUAL] = PetscMax(ns->st.total[NS_STAT_RESIDUAL], res);
   ns->st.total[NS_STAT_FAILSAFE] += (double)failsafe;
   ns->st.total[NS_STAT_NODES] = PetscMax(ns->st.total[NS_STAT_NODES], act);
+  PetscCall(CountUnconverged(ns, sim, its, res));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -1395,8 +1414,16 @@ static PetscErrorCode NonsmoothGetState(MPMIntegrator integ, PetscInt *n, double
 
 static PetscErrorCode NonsmoothSetState(MPMIntegrator integ, PetscInt n, const double *state)
 {
+  Nonsmooth *ns = (Nonsmooth *)integ->data;
+  double     full[NS_NSTAT] = {0};
+
   PetscFunctionBeginUser;
-  PetscCall(MPMStepStatsSetTotals(&((Nonsmooth *)integ->data)->st, "nonsmooth", n, state));
+  if (n == NS_NSTAT - 1) { /* checkpoints before 2026-11-27 (fifth session) did not count the unconverged steps */
+    for (PetscInt k = 0; k < n; k++) full[k] = state[k];
+    state = full;
+    n     = NS_NSTAT;
+  }
+  PetscCall(MPMStepStatsSetTotals(&ns->st, "nonsmooth", n, state));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
