@@ -1308,7 +1308,6 @@ static void FrictionOfInertia(Nonsmooth *ns, MPMSim sim, double dt, const double
   }
 }
 
-
 /* A step whose friction problem stopped at -nonsmooth_max_it above the
  * tolerance goes on with the last iterate; it is counted (history.csv and
  * summary.json, dcfp_unconverged), and the first one of the run is said. */
@@ -1432,7 +1431,7 @@ static PetscErrorCode NonsmoothView(MPMIntegrator integ, char *buf, size_t len)
   const Nonsmooth *ns = (const Nonsmooth *)integ->data;
 
   PetscFunctionBeginUser;
-  PetscCall(PetscSNPrintf(buf, len, "APIC, nonsmooth Drucker-Prager (Coulomb problem per node, %s; phi_max %g, tol %g rho g L = %g Pa%s%s)",
+  PetscCall(PetscSNPrintf(buf, len, "APIC, nonsmooth Drucker-Prager (Coulomb problem per node, %s; phi_max %g, tol %g of rho g L (%g Pa)%s%s)",
                           ns->solver == NS_SOLVER_GS ? "colored Gauss-Seidel" : "APGD", ns->phi_max, ns->tol, ns->tol * ns->scale, ns->tol_stress ? " or of the largest nodal pressure" : "",
                           ns->frames ? "; particle frames, splitting and merging" : ""));
   PetscFunctionReturn(PETSC_SUCCESS);
