@@ -48,6 +48,12 @@ a disk of radius 4 cm (5.03 kg/m) on a 5 cm sand bed, driven by a torque of
    face on the ball's top (centre at top + half height, 1e-12 m; with its
    corners alone as contact points it sank 2.5 mm into the ball) and the
    ball carries its weight (1e-6).
+   The box dropped tilted 10 deg onto a bar narrower than it (friction
+   0.577) turns on the bar's corner and comes to rest flat on the bar's top
+   (centre at top + half height, 1e-12 m; spin 1e-8 rad/s, measured 5e-9;
+   the bar carries its weight, 1e-6): the bar's corners meet the box's
+   face between its corners (EdgePoints).  Before, the box hung tilted on
+   the point under its centre with the bar's corner 3.5 mm inside it.
 """
 import json
 import os
@@ -224,6 +230,18 @@ h = T.mpmio.history(ball)
 c.close("box dropped flat on a ball: centre height at rest - (ball's top + half height) [m]", h["wheel_y"][-1] - 0.07, 0.0, atol=1e-12)
 c.close("box on the ball: spin at rest [rad/s]", h["wheel_wz"][-1], 0.0, atol=1e-9)
 c.close("box at rest on the ball: ball load / (M g)", -h["ball_fy"][-1] / (MB * G), 1.0, rtol=1e-6)
+# 7d. a face on an object's edges: the box dropped tilted 10 deg onto a bar
+# narrower than it (a box object 4 cm wide, top at y = 0.07 m, friction 0.577):
+# the bar's corner meets the box's face between its corners (EdgePoints)
+bar = os.path.join(box, "bar")
+T.run(1, ["-options_file_yaml", os.path.join(box, "box.yaml"), "-output_dir", bar, *DROP, "-t_end", "0.6", "-output_dt", "0.3", "-wheel_rotation", "10", "-objects", "wheel,bar",
+          "-bar_shape", "box", "-bar_lo", "0.08,0.03", "-bar_hi", "0.12,0.07", "-bar_mode", "separate", "-bar_friction", "0.577"])
+h = T.mpmio.history(bar)
+c.true("box tilted onto a bar: it turned on the bar's corner (largest |spin| > 1 rad/s)", np.abs(h["wheel_wz"]).max() > 1.0)
+c.close("box on the bar: centre height at rest - (bar's top + half height) [m] (flat; it hung tilted at +0.3 mm, the bar's corner 3.5 mm inside it)", h["wheel_y"][-1] - 0.09, 0.0, atol=1e-12)
+c.close("box on the bar: spin at rest [rad/s]", h["wheel_wz"][-1], 0.0, atol=1e-8)
+c.close("box on the bar: centre x still at rest over the last 0.2 s [m]", np.ptp(h["wheel_x"][-200:]), 0.0, atol=1e-12)
+c.close("box at rest on the bar: bar load / (M g)", -h["bar_fy"][-1] / (MB * G), 1.0, rtol=1e-6)
 
 # 7b. the deck's objects stop a body as the faces do: the same drop onto a table (a static box, friction 0.577)
 o = T.outdir("bodies_table")

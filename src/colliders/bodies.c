@@ -487,12 +487,12 @@ typedef struct {
  * a point away from the object, inside the body, and a push from nothing.
  * Its gap is the body's signed distance there; on a flat object it
  * repeats the corners'.  Returns 0 when no point is kept. */
-static int ObjectPoint(MPMCollider *o, const MPMCollider *w, PetscInt d, double phic, const double *nc, double tol, BodyContact *b)
+static int ObjectPoint(MPMCollider *o, const MPMCollider *w, PetscInt d, const double *start, double phic, const double *nc, double tol, BodyContact *b)
 {
   double no[3], phi = phic;
   int    it = 0;
   for (PetscInt a = 0; a < d; a++) {
-    b->p[a] = o->ps.c[a];
+    b->p[a] = start[a];
     b->n[a] = nc[a];
   }
   for (; it < 3 && !(PetscAbsReal(phi) <= tol); it++) { /* each step leaves the object's normal and velocity at the new point in b */
@@ -510,6 +510,85 @@ static int ObjectPoint(MPMCollider *o, const MPMCollider *w, PetscInt d, double 
   return 1;
 }
 
+/* phi_w at fraction t of the segment a -> b (the point into x). */
+static double SegmentPhi(const MPMCollider *w, PetscInt d, const double *a, const double *b, double t, double *x)
+{
+  double n[3], vs[3];
+  for (int k = 0; k < 3; k++) x[k] = a[k] + t * (b[k] - a[k]);
+  return MPMPlacedShapeEval(&w->ps, d, x, n, vs);
+}
+
+/* Where a box's edge crosses an object's edge (a face lying on a bar, a
+ * face tilted onto a step's corner, two edges crossing in 3D) the contact is
+ * inside the box's edge, where neither a corner nor the object's point
+ * nearest the centre is: a box dropped tilted onto a bar hung on the point
+ * under its centre with the bar's corner 3.5 mm inside it.  Along each
+ * edge of the box the object's signed distance is sampled (EDGE_SAMPLES
+ * segments); where its smallest sample lies inside the edge, below both
+ * ends and within a cell (h) of the object:
+ * - the minimum itself, by golden section between the neighbouring
+ *   samples (a corner, two edges crossing), unless its neighbours are as
+ *   low to a thousandth of a cell (a flat stretch: the golden section would
+ *   land anywhere on it, from step to step, and the box would chatter);
+ * - the ends of the stretch within margin of it, by bisection, unless the
+ *   stretch reaches a corner of the box, moved onto the object (the
+ *   object's point nearest them, as ObjectPoint does from the centre):
+ *   where a face lies on a flat top they land on the top's edges, tilted
+ *   a little or not (0.25 h: up to 3.6 deg over a bar 4 cells wide); with
+ *   the minimum alone the box rocked from one edge of a bar to the other
+ *   and never settled.  A point clear of the object takes no impulse
+ *   (ContactImpulse).
+ * A feature narrower than a sample (1/32 of the edge) can be missed.
+ * Returns the number of points written to p (at most 3 per edge: 12 in 2D,
+ * 36 in 3D), onobj[k] 1 for a stretch's end (to move onto the object),
+ * 0 for a minimum (a point of the box); none for shapes other than boxes. */
+#define EDGE_SAMPLES 32
+static int EdgePoints(const MPMCollider *o, const MPMCollider *w, PetscInt d, double h, double (*p)[3], int *onobj)
+{
+  const double g = 0.5 * (sqrt(5.0) - 1.0), nc[3] = {0, 1, 0}, margin = 0.25 * h, flat = 1e-3 * h;
+  double       corner[8][3], x[3];
+  int          np = 0;
+
+  if (o->ps.shape.type != MPM_SHAPE_BOX) return 0;
+  (void)ContactPoints(o, d, nc, corner); /* a box's 2^d corners, whatever the normal */
+  for (int k = 0; k < (1 << d); k++)
+    for (PetscInt e = 0; e < d; e++) {
+      const double *a = corner[k], *b = corner[k | 1 << e];
+      double        phi[EDGE_SAMPLES + 1], lo = PETSC_MAX_REAL, t0, t1;
+      int           m = 0, k0, k1;
+      if (k >> e & 1) continue; /* each edge once, from its corner with bit e clear */
+      for (int j = 0; j <= EDGE_SAMPLES; j++) {
+        phi[j] = SegmentPhi(w, d, a, b, (double)j / EDGE_SAMPLES, x);
+        if (phi[j] < lo) lo = phi[j], m = j;
+      }
+      if (!(lo < h) || m == 0 || m == EDGE_SAMPLES) continue;
+      t0 = (double)(m - 1) / EDGE_SAMPLES, t1 = (double)(m + 1) / EDGE_SAMPLES;
+      if (!(phi[m - 1] <= lo + flat && phi[m + 1] <= lo + flat)) { /* not on a flat stretch, whose ends stand for it */
+        for (int it = 0; it < 60; it++) {                               /* golden section on [t_{m-1}, t_{m+1}] */
+          const double ta = t1 - g * (t1 - t0), tb = t0 + g * (t1 - t0);
+          if (SegmentPhi(w, d, a, b, ta, x) <= SegmentPhi(w, d, a, b, tb, x)) t1 = tb;
+          else t0 = ta;
+        }
+        onobj[np] = 0;
+        (void)SegmentPhi(w, d, a, b, 0.5 * (t0 + t1), p[np++]);
+      }
+      for (k0 = m; k0 > 0 && phi[k0 - 1] <= lo + margin; k0--) {}
+      for (k1 = m; k1 < EDGE_SAMPLES && phi[k1 + 1] <= lo + margin; k1++) {}
+      if (k0 == 0 || k1 == EDGE_SAMPLES) continue; /* the stretch reaches a corner: the corners are contacts already */
+      for (int end = 0; end < 2; end++) { /* bisect between the stretch's last sample and the one past it */
+        double tin = (double)(end ? k1 : k0) / EDGE_SAMPLES, tout = (double)(end ? k1 + 1 : k0 - 1) / EDGE_SAMPLES;
+        for (int it = 0; it < 30; it++) {
+          const double tm = 0.5 * (tin + tout);
+          if (SegmentPhi(w, d, a, b, tm, x) <= lo + margin) tin = tm;
+          else tout = tm;
+        }
+        onobj[np] = 1;
+        (void)SegmentPhi(w, d, a, b, tin, p[np++]);
+      }
+    }
+  return np;
+}
+
 /* Append body o's contact points on object f (a domain face, an object, or
  * another dynamic body) to bc: its candidate points (ContactPoints, for
  * f's normal at the body's centre), each with its gap phi_f and f's normal
@@ -520,7 +599,7 @@ static void BodyContacts(MPMColliders c, MPMCollider *o, PetscInt f, BodyContact
 {
   const PetscInt d = c->dim;
   MPMCollider   *w = &c->obj[f];
-  double         p[8][3], nc[3] = {0, 0, 0};
+  double         p[36][3], nc[3] = {0, 0, 0};
   int            np;
 
   if (w->mode == MPM_BC_NONE) return;
@@ -542,13 +621,38 @@ static void BodyContacts(MPMColliders c, MPMCollider *o, PetscInt f, BodyContact
     }
     b->w = (ContactPartner){.vs = b->vs, .b = w->dynamic ? w : NULL, .rb = b->rb};
   }
+  if (!w->dynamic && f >= c->nwalls) { /* a box's edge across an object's edge */
+    int       onobj[36];
+    const int ne = EdgePoints(o, w, d, 1e6 * c->tol, p, onobj); /* c->tol is a millionth of a cell */
+    for (int q = 0; q < ne; q++) {
+      BodyContact *b = &bc[*n];
+      PetscMemzero(b, sizeof(*b));
+      b->o  = o;
+      b->f  = f;
+      b->mu = MPMColliderFriction(w);
+      if (onobj[q]) { /* a stretch's end: the object's point nearest it, its gap the body's distance there */
+        double ne_[3] = {0, 0, 0};
+        const double phie = MPMPlacedShapeEval(&w->ps, d, p[q], ne_, NULL);
+        if (ObjectPoint(o, w, d, p[q], phie, ne_, 1e3 * c->tol, b)) (*n)++;
+        continue;
+      }
+      for (int a = 0; a < 3; a++) b->p[a] = p[q][a];
+      b->gap = MPMPlacedShapeEval(&w->ps, d, b->p, b->n, b->vs);
+      for (PetscInt a = 0; a < d; a++) {
+        b->r[a]  = b->p[a] - o->ps.c[a];
+        b->rb[a] = b->p[a] - w->ps.c[a];
+      }
+      b->w = (ContactPartner){.vs = b->vs, .b = NULL, .rb = b->rb};
+      (*n)++;
+    }
+  }
   if (!w->dynamic && f >= c->nwalls && np > 1) { /* a flat face or side on a convex object */
     BodyContact *b = &bc[*n];
     PetscMemzero(b, sizeof(*b));
     b->o  = o;
     b->f  = f;
     b->mu = MPMColliderFriction(w);
-    if (ObjectPoint(o, w, d, phic, nc, 1e3 * c->tol, b)) (*n)++; /* on the surface to a thousandth of a cell */
+    if (ObjectPoint(o, w, d, o->ps.c, phic, nc, 1e3 * c->tol, b)) (*n)++; /* on the surface to a thousandth of a cell */
   }
 }
 
@@ -572,7 +676,7 @@ PetscErrorCode MPMCollidersBodiesWalls(MPMColliders c, PetscBool book, double dt
 
   PetscFunctionBeginUser;
   if (c->ndynamic == 0) PetscFunctionReturn(PETSC_SUCCESS);
-  PetscCall(PetscMalloc1(9 * c->ndynamic * c->nobj + 1, &bc)); /* 8 candidates and the object's point */
+  PetscCall(PetscMalloc1(45 * c->ndynamic * c->nobj + 1, &bc)); /* 8 candidates, 36 edge points (EdgePoints) and the object's point */
   for (PetscInt k = c->nwalls; k < c->nobj; k++) {
     if (!c->obj[k].dynamic) continue;
     for (PetscInt f = 0; f < c->nobj; f++) /* a pair of bodies: the points of each on the other */
