@@ -477,10 +477,11 @@ typedef struct {
   double         p[3], r[3], rb[3], n[3], vs[3], gap, mu, lam, lt[3];
 } BodyContact;
 
-/* The object's point nearest the body's centre as a contact: a box's face
- * or a cylinder's side resting on a convex object (a ball, a ridge)
- * touches it between the corners and rims ContactPoints gives, at that
- * point.  The centre is moved by -phi along the normal, three times at
+/* The object's point nearest start (the body's centre, or an end that
+ * EdgePoints found; phic and nc the object's distance and normal there) as
+ * a contact: a box's face or a cylinder's side resting on a convex object
+ * (a ball, a ridge) touches it between the corners and rims ContactPoints
+ * gives, at that point.  The start is moved by -phi along the normal, three times at
  * most, and the point is kept only if it then lies on the surface (|phi|
  * <= tol): exact distances land there at once; a mesh's samples clamped
  * to their band, or a CSG intersection's lower bound, would otherwise give
@@ -631,9 +632,9 @@ static void BodyContacts(MPMColliders c, MPMCollider *o, PetscInt f, BodyContact
       b->f  = f;
       b->mu = MPMColliderFriction(w);
       if (onobj[q]) { /* a stretch's end: the object's point nearest it, its gap the body's distance there */
-        double ne_[3] = {0, 0, 0};
-        const double phie = MPMPlacedShapeEval(&w->ps, d, p[q], ne_, NULL);
-        if (ObjectPoint(o, w, d, p[q], phie, ne_, 1e3 * c->tol, b)) (*n)++;
+        double       nrm[3] = {0, 0, 0};
+        const double phie   = MPMPlacedShapeEval(&w->ps, d, p[q], nrm, NULL);
+        if (ObjectPoint(o, w, d, p[q], phie, nrm, 1e3 * c->tol, b)) (*n)++;
         continue;
       }
       for (int a = 0; a < 3; a++) b->p[a] = p[q][a];
