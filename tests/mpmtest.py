@@ -4,6 +4,7 @@ Environment (set by ctest): MPM_EXE, MPM_SOURCE_DIR, MPM_TEST_OUTPUT.
 """
 import os
 import shutil
+import tempfile
 import subprocess
 import sys
 
@@ -38,9 +39,17 @@ def outdir(name):
 def run(ranks, args, check=True, timeout=900):
     """Run the solver on `ranks` ranks; args is a list of option strings.
     Returns the CompletedProcess (stdout and stderr as text)."""
-    env = dict(os.environ, **MPI_ENV)
+    # Each mpiexec its own session directory: mpiexecs started at once
+    # (test_bad_decks' and test_fuzz's workers) share /tmp/ompi.<host>.<uid>,
+    # and one that ends removes it while another is creating its own below
+    # it ("orte_session_dir failed", seen once in CI on 2026-11-27).
+    sess = tempfile.mkdtemp(prefix="mpm-ompi-")
+    env = dict(os.environ, **MPI_ENV, OMPI_MCA_orte_tmpdir_base=sess)
     cmd = ["mpiexec", "-n", str(ranks), EXE] + [str(a) for a in args]
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    try:
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    finally:
+        shutil.rmtree(sess, ignore_errors=True)
     if check and proc.returncode != 0:
         sys.stderr.write(proc.stdout[-4000:] + "\n" + proc.stderr[-4000:])
         raise AssertionError("solver failed (exit %d): %s" % (proc.returncode, " ".join(cmd)))

@@ -73,7 +73,7 @@ def mutate(text, rng):
     elif kind == "misspell":
         k = bytearray(key)
         j = rng.randrange(len(k))
-        k[j:j + 1] = b"" if len(k) > 2 else b"x"
+        k[j:j + 1] = b"" if len(k) > 2 else bytes([k[j] ^ 1])  # a short key gets a different letter (was "x": dx stayed dx, and ran at full size)
         lines[i] = indent + bytes(k) + b":" + rest
         what = "misspelt %s as %s" % (key.decode(), bytes(k).decode())
     else:
