@@ -12,7 +12,10 @@ The surface is the top of the highest grain (y + r) per bin two diameters
 wide; the flank is fitted where it stands between 20 % and 80 % of the
 pile's height, on the side away from the symmetry wall at x = 0 (as
 reference-data.md s.2 for sand piles); a cone poured by an emitter
-(inputs/pbd_spout_2d.yaml) has both flanks fitted and their mean reported.  One run writes OUTDIR/pbd_pile.json
+(inputs/pbd_spout_2d.yaml) has both flanks fitted and their mean reported,
+its top the highest bin within a quarter of the domain's width of the
+spout.  A flank runs from the top to the toe (the first bin below 20 %):
+grains that ran out to a wall and piled there are not part of it.  One run writes OUTDIR/pbd_pile.json
 and OUTDIR/pile.png; the study runs every mu_s for every seed (-seed: the
 jitter of the column's lattice) and rank count, and writes DIR/study.json
 and DIR/study.png: the angle against mu_s, the spread of the repeats and
@@ -46,11 +49,26 @@ def measure(outdir):
     prof = np.zeros(nb)
     np.maximum.at(prof, np.clip((x / w).astype(int), 0, nb - 1), y + r)
     xb = (np.arange(nb) + 0.5) * w
-    H = prof.max()
+    # the pile's top: a poured cone's is the highest bin within a quarter of
+    # the domain's width of the spout (grains that ran out to a wall and
+    # piled there are not the cone); a half pile's the highest bin
+    near = np.ones(nb, bool)
+    if opts.get("emitters"):
+        spout = mpmio.vec(opts, opts["emitters"].split(",")[0] + "_center")[0] - lo[0]
+        near = np.abs(xb - spout) <= 0.25 * (mpmio.vec(opts, "domain_hi")[0] - lo[0])
+    ipeak = int(np.argmax(np.where(near, prof, -np.inf)))
+    H, peak = prof[ipeak], xb[ipeak]
     band = (prof > 0.2 * H) & (prof < 0.8 * H)
-    peak = xb[np.argmax(prof)]
+
+    def flank_of(step):
+        """The bins from the top outward to the toe (the first below 0.2 H), within the band."""
+        f, i = np.zeros(nb, bool), ipeak + step
+        while 0 <= i < nb and prof[i] > 0.2 * H:
+            f[i] = band[i]
+            i += step
+        return f
     # a half pile against the symmetry wall has one flank; a cone poured from a spout (emitters) two
-    sides = [("right", band & (xb > peak), -1.0)] + ([("left", band & (xb < peak), 1.0)] if opts.get("emitters") else [])
+    sides = [("right", flank_of(1), -1.0)] + ([("left", flank_of(-1), 1.0)] if opts.get("emitters") else [])
     fits, angles = [], {}
     for name, flank, sign in sides:
         slope, icpt = np.polyfit(xb[flank], prof[flank], 1) if flank.sum() >= 2 else (np.nan, np.nan)
