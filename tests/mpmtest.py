@@ -36,20 +36,28 @@ def outdir(name):
     return path
 
 
+SESSION = "OMPI_MCA_orte_tmpdir_base"
+
+
+def mpi_env():
+    """The environment of one mpiexec: MPI_ENV, and its own Open MPI session
+    directory (env[SESSION], to remove after the run).  mpiexecs started at
+    once (test_bad_decks' and test_fuzz's workers, test_sand_pile's pair)
+    shared /tmp/ompi.<host>.<uid>, and one that ended removed it while
+    another was creating its own below it ("orte_session_dir failed", seen
+    once in CI on 2026-11-27)."""
+    return dict(os.environ, **MPI_ENV, **{SESSION: tempfile.mkdtemp(prefix="mpm-ompi-")})
+
+
 def run(ranks, args, check=True, timeout=900):
     """Run the solver on `ranks` ranks; args is a list of option strings.
     Returns the CompletedProcess (stdout and stderr as text)."""
-    # Each mpiexec its own session directory: mpiexecs started at once
-    # (test_bad_decks' and test_fuzz's workers) share /tmp/ompi.<host>.<uid>,
-    # and one that ends removes it while another is creating its own below
-    # it ("orte_session_dir failed", seen once in CI on 2026-11-27).
-    sess = tempfile.mkdtemp(prefix="mpm-ompi-")
-    env = dict(os.environ, **MPI_ENV, OMPI_MCA_orte_tmpdir_base=sess)
+    env = mpi_env()
     cmd = ["mpiexec", "-n", str(ranks), EXE] + [str(a) for a in args]
     try:
         proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
     finally:
-        shutil.rmtree(sess, ignore_errors=True)
+        shutil.rmtree(env[SESSION], ignore_errors=True)
     if check and proc.returncode != 0:
         sys.stderr.write(proc.stdout[-4000:] + "\n" + proc.stderr[-4000:])
         raise AssertionError("solver failed (exit %d): %s" % (proc.returncode, " ".join(cmd)))

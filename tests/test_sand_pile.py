@@ -12,18 +12,17 @@ import math
 import os
 import shutil
 import subprocess
-import tempfile
 import mpmtest as T
 
 c = T.Checks("sand pile by slow pour (2 runs at once, 1 rank each)")
 runs = {}
 for phi in (30.0, 40.0):
     out = T.outdir("sand_pile_phi%g" % phi)
-    env = dict(os.environ, **T.MPI_ENV, OMPI_MCA_orte_tmpdir_base=tempfile.mkdtemp(prefix="mpm-ompi-"))  # its own session directory (mpmtest.run)
+    env = T.mpi_env()
     cmd = ["mpiexec", "-n", "1", T.EXE, "-options_file_yaml", T.deck("sand_pile_2d.yaml"), "-output_dir", out, "-sand_friction_angle", str(phi)]
     if phi == 40.0:  # steeper, 28 cells by 3.2 s; poured on to 3.6 s, a late flank avalanche still drains at 3 cm/s at t_end
         cmd += ["-spout_stop", "3.2", "-t_end", "4.0"]
-    runs[phi] = (out, subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), env["OMPI_MCA_orte_tmpdir_base"])
+    runs[phi] = (out, subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True), env[T.SESSION])
 for phi, (out, proc, sess) in runs.items():
     so, se = proc.communicate(timeout=900)
     shutil.rmtree(sess, ignore_errors=True)

@@ -8,10 +8,10 @@
  * bodies substep by substep, MPMCollidersBodiesAhead below):
  *   1. MPMCollidersBodiesPredict: the free velocities, gravity and torque
  *      (and the gyroscopic term in 3D), explicit;
- *   2. after each Gauss-Seidel colour or APGD operator application, MPMCollidersBodiesRelax:
- *      the grains' impulse on the body from the trial collisions (summed
- *      over ranks) gives the body's target velocity; the body moves towards
- *      it by M / (M + m_c), m_c the mass of the nodes in contact (the
+ *   2. after each Gauss-Seidel colour or APGD operator application,
+ * MPMCollidersBodiesRelax: the grains' impulse on the body from the trial
+ * collisions (summed over ranks) gives the body's target velocity; the body
+ * moves towards it by M / (M + m_c), m_c the mass of the nodes in contact (the
  *      exact step when every contact sticks, so a light body on heavy sand
  *      does not overshoot);
  *   3. MPMCollidersBodiesSettle: after the final collision, the body's
@@ -590,6 +590,37 @@ static int EdgePoints(const MPMCollider *o, const MPMCollider *w, PetscInt d, do
   return np;
 }
 
+/* A point p of body o as a contact on object f (w; a dynamic body: the
+ * partner, with the smaller friction coefficient of the two, whichever is
+ * solved first): its gap phi_f, f's normal and velocity there, the arms. */
+static void BodyPoint(MPMCollider *o, MPMCollider *w, PetscInt f, PetscInt d, const double *p, BodyContact *b)
+{
+  const double muw = MPMColliderFriction(w), muo = MPMColliderFriction(o); /* once each: PetscMin is a macro */
+
+  PetscMemzero(b, sizeof(*b));
+  b->o  = o;
+  b->f  = w->dynamic ? -1 : f;
+  b->mu = w->dynamic ? PetscMin(muw, muo) : muw;
+  for (int a = 0; a < 3; a++) b->p[a] = p[a];
+  b->gap = MPMPlacedShapeEval(&w->ps, d, b->p, b->n, b->vs);
+  for (PetscInt a = 0; a < d; a++) {
+    b->r[a]  = b->p[a] - o->ps.c[a];
+    b->rb[a] = b->p[a] - w->ps.c[a];
+  }
+  b->w = (ContactPartner){.vs = b->vs, .b = w->dynamic ? w : NULL, .rb = b->rb};
+}
+
+/* ObjectPoint from start as a contact of body o on the static object f
+ * (w), kept on the surface to a thousandth of a cell; 0 when not kept. */
+static int ObjectContact(MPMColliders c, MPMCollider *o, MPMCollider *w, PetscInt f, const double *start, double phi, const double *n, BodyContact *b)
+{
+  PetscMemzero(b, sizeof(*b));
+  b->o  = o;
+  b->f  = f;
+  b->mu = MPMColliderFriction(w);
+  return ObjectPoint(o, w, c->dim, start, phi, n, 1e3 * c->tol, b);
+}
+
 /* Append body o's contact points on object f (a domain face, an object, or
  * another dynamic body) to bc: its candidate points (ContactPoints, for
  * f's normal at the body's centre), each with its gap phi_f and f's normal
@@ -606,55 +637,22 @@ static void BodyContacts(MPMColliders c, MPMCollider *o, PetscInt f, BodyContact
   if (w->mode == MPM_BC_NONE) return;
   const double phic = MPMPlacedShapeEval(&w->ps, d, o->ps.c, nc, NULL); /* the surface's normal where the body is */
   np = ContactPoints(o, d, nc, p);
-  for (int q = 0; q < np; q++) {
-    BodyContact *b = &bc[(*n)++];
-    PetscMemzero(b, sizeof(*b));
-    b->o = o;
-    b->f = w->dynamic ? -1 : f;
-    /* between two bodies the smaller coefficient, whichever is solved first */
-    const double muw = MPMColliderFriction(w), muo = MPMColliderFriction(o); /* once each: PetscMin is a macro */
-    b->mu            = w->dynamic ? PetscMin(muw, muo) : muw;
-    for (int a = 0; a < 3; a++) b->p[a] = p[q][a];
-    b->gap = MPMPlacedShapeEval(&w->ps, d, b->p, b->n, b->vs);
-    for (PetscInt a = 0; a < d; a++) {
-      b->r[a]  = b->p[a] - o->ps.c[a];
-      b->rb[a] = b->p[a] - w->ps.c[a];
-    }
-    b->w = (ContactPartner){.vs = b->vs, .b = w->dynamic ? w : NULL, .rb = b->rb};
-  }
-  if (!w->dynamic && f >= c->nwalls) { /* a box's edge across an object's edge */
+  for (int q = 0; q < np; q++) BodyPoint(o, w, f, d, p[q], &bc[(*n)++]);
+  if (w->dynamic || f < c->nwalls) return; /* the rest is for objects that are not bodies */
+  { /* a box's edge across an object's edge */
     int       onobj[36];
     const int ne = EdgePoints(o, w, d, 1e6 * c->tol, p, onobj); /* c->tol is a millionth of a cell */
     for (int q = 0; q < ne; q++) {
-      BodyContact *b = &bc[*n];
-      PetscMemzero(b, sizeof(*b));
-      b->o  = o;
-      b->f  = f;
-      b->mu = MPMColliderFriction(w);
-      if (onobj[q]) { /* a stretch's end: the object's point nearest it, its gap the body's distance there */
-        double       nrm[3] = {0, 0, 0};
-        const double phie   = MPMPlacedShapeEval(&w->ps, d, p[q], nrm, NULL);
-        if (ObjectPoint(o, w, d, p[q], phie, nrm, 1e3 * c->tol, b)) (*n)++;
+      double nrm[3] = {0, 0, 0}, phie;
+      if (!onobj[q]) { /* a minimum: a point of the box */
+        BodyPoint(o, w, f, d, p[q], &bc[(*n)++]);
         continue;
       }
-      for (int a = 0; a < 3; a++) b->p[a] = p[q][a];
-      b->gap = MPMPlacedShapeEval(&w->ps, d, b->p, b->n, b->vs);
-      for (PetscInt a = 0; a < d; a++) {
-        b->r[a]  = b->p[a] - o->ps.c[a];
-        b->rb[a] = b->p[a] - w->ps.c[a];
-      }
-      b->w = (ContactPartner){.vs = b->vs, .b = NULL, .rb = b->rb};
-      (*n)++;
+      phie = MPMPlacedShapeEval(&w->ps, d, p[q], nrm, NULL); /* a stretch's end: the object's point nearest it */
+      if (ObjectContact(c, o, w, f, p[q], phie, nrm, &bc[*n])) (*n)++;
     }
   }
-  if (!w->dynamic && f >= c->nwalls && np > 1) { /* a flat face or side on a convex object */
-    BodyContact *b = &bc[*n];
-    PetscMemzero(b, sizeof(*b));
-    b->o  = o;
-    b->f  = f;
-    b->mu = MPMColliderFriction(w);
-    if (ObjectPoint(o, w, d, o->ps.c, phic, nc, 1e3 * c->tol, b)) (*n)++; /* on the surface to a thousandth of a cell */
-  }
+  if (np > 1 && ObjectContact(c, o, w, f, o->ps.c, phic, nc, &bc[*n])) (*n)++; /* a flat face or side on a convex object */
 }
 
 /* Every rank alike (the bodies are replicated; book: this rank books the
