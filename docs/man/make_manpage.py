@@ -29,7 +29,7 @@ def generate(exe):
     deck = os.path.join(ROOT, "inputs", "ball_into_sand_3d.yaml")
     out = subprocess.run([exe, "-options_file_yaml", deck, "-output_dir", "/nonexistent-not-written", "-help"] + EXTRA, capture_output=True, text=True).stdout
     lines = out.splitlines()
-    start = next(i for i, l in enumerate(lines) if l.startswith("Run control"))
+    start = next(i for i, l in enumerate(lines) if l.startswith("Memory"))  # the first block the program reads (MPMCreate)
     end = next(i for i, l in enumerate(lines) if l.startswith("Load balancing"))
     while end < len(lines) and lines[end].strip():
         end += 1

@@ -17,6 +17,9 @@
 typedef struct _p_MPMSim *MPMSim;
 
 PetscErrorCode MPMInitializePackage(void);
+/* Before PetscInitialize: PETSc's arrays of 4 MB or more on transparent
+ * huge pages (-huge_pages, docs/performance.md). */
+PetscErrorCode MPMMemoryUseHugePages(int argc, char **argv);
 PetscErrorCode MPMCreate(MPI_Comm comm, MPMSim *sim);
 PetscErrorCode MPMSetFromOptions(MPMSim sim);
 PetscErrorCode MPMRun(MPMSim sim);

@@ -332,6 +332,7 @@ PetscErrorCode MPMResampleMerge(MPMSim sim, MPMSpecies *sp, const MPMResample *r
 /* memory.c */
 PetscErrorCode MPMMemoryCheck(MPMSim sim, double bytes_per_particle, PetscInt grid_dof);
 void           MPMMemoryReturnFreedBlocks(void);
+PetscErrorCode MPMMemorySetFromOptions(MPI_Comm comm);
 
 /* ---------------------------------------------------------------- the run */
 #define MPM_MAX_SPECIES 8

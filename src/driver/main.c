@@ -244,6 +244,7 @@ int main(int argc, char **argv)
   if (info >= 0) return info;
   if (CheckDeckFiles(argc, argv)) return LeaveTogether(1);
 
+  PetscCall(MPMMemoryUseHugePages(argc, argv));
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   for (int i = 1; i + 1 < argc; i++) /* the deck's directory: its terrain files are found next to it */
     if (!strcmp(argv[i], "-options_file_yaml") || !strcmp(argv[i], "-options_file")) {

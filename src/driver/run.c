@@ -19,6 +19,7 @@ PetscErrorCode MPMCreate(MPI_Comm comm, MPMSim *simout)
 
   PetscFunctionBeginUser;
   MPMMemoryReturnFreedBlocks(); /* before anything large is allocated */
+  PetscCall(MPMMemorySetFromOptions(comm));
   PetscCall(MPMInitializePackage());
   PetscCall(PetscNew(&sim));
   sim->comm = comm;
