@@ -82,10 +82,27 @@ PetscErrorCode MPMLayoutSetUp(MPMSim sim);
 PetscErrorCode MPMLayoutSetSlabs(MPMSim sim, const PetscInt *start);
 PetscErrorCode MPMLayoutDestroy(MPMLayout *l);
 PetscInt       MPMLayoutSlabOwner(const MPMLayout *l, PetscInt cell);
-PetscInt       MPMLayoutParticleCell(const MPMLayout *l, const double *x);
-PetscBool      MPMLayoutInside(const MPMLayout *l, const double *x);
 /* Position of owned node n (node-major in the owned box: x fastest). */
 void           MPMLayoutOwnedNodeX(const MPMLayout *l, PetscInt n, double *x);
+
+/* The cell of x along the slab axis: the particle's owner is the slab that
+ * holds it.  Inline, as the per-step migration asks it of every particle. */
+static inline PetscInt MPMLayoutParticleCell(const MPMLayout *l, const double *x)
+{
+  return (PetscInt)mpm_cell_index(&l->box, (int)l->slab_axis, x[l->slab_axis]);
+}
+
+/* A particle is inside while its kernel stencil stays on the padded grid:
+ * within one cell of the physical domain [lo, hi), measured in grid units
+ * exactly as the stencil measures it (mpm_grid_coord). */
+static inline PetscBool MPMLayoutInside(const MPMLayout *l, const double *x)
+{
+  for (PetscInt a = 0; a < l->dim; a++) {
+    const double xr = mpm_grid_coord(&l->box, (int)a, x[a]);
+    if (!(xr >= l->pad - 1 && xr < l->pad + l->cells[a] + 1)) return PETSC_FALSE; /* also catches NaN */
+  }
+  return PETSC_TRUE;
+}
 
 /* ----------------------------------------------------------- grid fields */
 /* Node values on the layout: a DMDA with `dof` values per node, its global
@@ -159,6 +176,7 @@ PetscErrorCode MPMParticlesGrow(MPMParticles *p, PetscInt count, PetscInt *start
 PetscErrorCode MPMParticlesCompact(MPMParticles *p, const PetscBool *keep);
 PetscInt       MPMParticlesKeptPrefix(const MPMParticles *p, const PetscBool *keep);
 void           MPMParticlesCompactField(MPMParticles *p, PetscInt f, const PetscBool *keep, PetscInt first);
+void           MPMParticlesRemoveField(MPMParticles *p, PetscInt f, const PetscInt *gone, PetscInt ngone);
 PetscErrorCode MPMParticlesPermute(MPMParticles *p, const PetscInt *perm);
 PetscErrorCode MPMParticlesSortByCell(MPMParticles *p, const MPMGridBox *b);
 /* The migrating fields of n particles, field by field (migration; n = 1:

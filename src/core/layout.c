@@ -149,22 +149,6 @@ PetscInt MPMLayoutSlabOwner(const MPMLayout *l, PetscInt cell)
   return lo;
 }
 
-PetscInt MPMLayoutParticleCell(const MPMLayout *l, const double *x)
-{
-  return (PetscInt)mpm_cell_index(&l->box, (int)l->slab_axis, x[l->slab_axis]);
-}
-
-/* A particle is inside while its kernel stencil stays on the padded grid:
- * within one cell of the physical domain [lo, hi), measured in grid units
- * exactly as the stencil measures it (mpm_grid_coord). */
-PetscBool MPMLayoutInside(const MPMLayout *l, const double *x)
-{
-  for (PetscInt a = 0; a < l->dim; a++) {
-    const double xr = mpm_grid_coord(&l->box, (int)a, x[a]);
-    if (!(xr >= l->pad - 1 && xr < l->pad + l->cells[a] + 1)) return PETSC_FALSE; /* also catches NaN */
-  }
-  return PETSC_TRUE;
-}
 
 void MPMLayoutOwnedNodeX(const MPMLayout *l, PetscInt n, double *x)
 {

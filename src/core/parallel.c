@@ -229,33 +229,48 @@ static PetscBool NonFinite(MPMParticles *p, PetscInt s, PetscInt q, MPMStepReduc
   return PETSC_TRUE;
 }
 
-/* Classify local particles: stay, leave for rank dest[q], or outside. */
-static void classify(MPMSim sim, MPMParticles *p, PetscInt s, PetscInt *dest, PetscMPIInt *sendcount, MPMStepReduction *red)
+/* Where particle q goes: *dest -1 stays, -2 left the domain, else the
+ * rank whose slab holds it. */
+static inline void classify_one(MPMParticles *p, PetscInt s, PetscInt q, const MPMLayout *g, const int64_t *id, PetscInt *dest, PetscMPIInt *sendcount, MPMStepReduction *red)
+{
+  const double *x = MPMFieldReal(p, p->f_x) + q * p->dim;
+  if (NonFinite(p, s, q, red)) {
+    *dest = -1;
+    return;
+  }
+  if (!MPMLayoutInside(g, x)) {
+    *dest = -2;
+    red->outside++;
+    if (id[q] < red->bad_id) {
+      red->bad_id = id[q];
+      for (PetscInt a = 0; a < 3; a++) red->bad_x[a] = a < p->dim ? x[a] : 0.0;
+    }
+    return;
+  }
+  const PetscInt cell = MPMLayoutParticleCell(g, x);
+  if (cell >= g->own_lo && cell < g->own_hi) *dest = -1;
+  else {
+    *dest = MPMLayoutSlabOwner(g, cell);
+    sendcount[*dest]++;
+  }
+}
+
+/* Every local particle classified; those that do not stay (leavers and
+ * particles outside the domain) listed in gone[] in increasing order, with
+ * their dest.  One pass that reads the positions and writes only the
+ * list, as every particle of every step comes through here. */
+static PetscInt classify(MPMSim sim, MPMParticles *p, PetscInt s, PetscInt *gone, PetscInt *gdest, PetscMPIInt *sendcount, MPMStepReduction *red)
 {
   const MPMLayout *g  = &sim->layout;
   const int64_t   *id = MPMFieldInt64(p, p->f_id);
+  PetscInt         ngone = 0, dest;
   for (PetscInt q = 0; q < p->n; q++) {
-    const double *x = MPMFieldReal(p, p->f_x) + q * p->dim;
-    if (NonFinite(p, s, q, red)) {
-      dest[q] = -1;
-      continue;
-    }
-    if (!MPMLayoutInside(g, x)) {
-      dest[q] = -2;
-      red->outside++;
-      if (id[q] < red->bad_id) {
-        red->bad_id = id[q];
-        for (PetscInt a = 0; a < 3; a++) red->bad_x[a] = a < p->dim ? x[a] : 0.0;
-      }
-      continue;
-    }
-    const PetscInt cell = MPMLayoutParticleCell(g, x);
-    if (cell >= g->own_lo && cell < g->own_hi) dest[q] = -1;
-    else {
-      dest[q] = MPMLayoutSlabOwner(g, cell);
-      sendcount[dest[q]]++;
-    }
+    classify_one(p, s, q, g, id, &dest, sendcount, red);
+    if (dest == -1) continue;
+    gone[ngone]    = q;
+    gdest[ngone++] = dest;
   }
+  return ngone;
 }
 
 /* Bytes of particle data this rank sent and received in migrations, and
@@ -300,10 +315,9 @@ static PetscErrorCode Partners(MPMSim sim, const PetscMPIInt *scount, PetscMPIIn
 static PetscErrorCode MigrateSpecies(MPMSim sim, MPMParticles *p, PetscInt s, MPMStepReduction *red)
 {
   const size_t   B = p->mbytes;
-  PetscInt      *dest, *order, nsend = 0, nrecv = 0, nkeep = 0, n0 = p->n;
+  PetscInt      *gone, *gdest, *order, ngone, nsend = 0, nrecv = 0, nkeep, n0 = p->n;
   PetscMPIInt   *scount, *to, *tocount, nto, nfrom, *from = NULL, *fromcount = NULL, nreq = 0;
   PetscInt      *soff, *roff;
-  PetscBool     *keep;
   char          *sbuf;
   size_t         half = 0; /* bytes of the largest field's leavers */
   MPI_Request   *req, *sent;
@@ -313,8 +327,9 @@ static PetscErrorCode MigrateSpecies(MPMSim sim, MPMParticles *p, PetscInt s, MP
   PetscFunctionBeginUser;
   PetscCall(PetscTime(&t0));
   PetscCall(PetscCalloc3(sim->size, &scount, sim->size, &to, sim->size, &tocount));
-  PetscCall(PetscMalloc2(p->n, &dest, p->n, &keep));
-  classify(sim, p, s, dest, scount, red);
+  PetscCall(PetscMalloc2(p->n + 1, &gone, p->n + 1, &gdest));
+  ngone = classify(sim, p, s, gone, gdest, scount, red);
+  nkeep = p->n - ngone;
   PetscCall(Partners(sim, scount, &nto, to, tocount, &nfrom, &from, &fromcount));
   PetscCall(PetscMalloc2(nto + 1, &soff, nfrom + 1, &roff));
   soff[0] = roff[0] = 0;
@@ -325,11 +340,8 @@ static PetscErrorCode MigrateSpecies(MPMSim sim, MPMParticles *p, PetscInt s, MP
   /* the leavers by destination, each group in particle order (scount becomes the slot of rank r's group) */
   for (PetscMPIInt j = 0; j < nto; j++) scount[to[j]] = (PetscMPIInt)soff[j];
   PetscCall(PetscMalloc1(nsend + 1, &order));
-  for (PetscInt q = 0; q < p->n; q++) {
-    keep[q] = dest[q] == -1;
-    nkeep += keep[q] ? 1 : 0;
-    if (dest[q] >= 0) order[scount[dest[q]]++] = q;
-  }
+  for (PetscInt k = 0; k < ngone; k++)
+    if (gdest[k] >= 0) order[scount[gdest[k]]++] = gone[k];
   {
     const PetscInt need = PetscMax(n0, nkeep + nrecv); /* once: PetscMax is a macro */
     if (need > p->cap) PetscCall(MPMParticlesReserve(p, PetscMax(need, (p->cap * 3) / 2 + 16)));
@@ -347,7 +359,6 @@ static PetscErrorCode MigrateSpecies(MPMSim sim, MPMParticles *p, PetscInt s, MP
     PetscCallMPI(MPI_Type_commit(&type[f]));
   }
   {
-    const PetscInt first = MPMParticlesKeptPrefix(p, keep);
     for (PetscInt f = 0, k = 0; f < p->nfield; f++) {
       const size_t sz = MPMFieldSize(&p->field[f]);
       if (type[f] != MPI_DATATYPE_NULL && nto) { /* two halves of sbuf in turn: before packing into one, its last sends must be done */
@@ -357,7 +368,7 @@ static PetscErrorCode MigrateSpecies(MPMSim sim, MPMParticles *p, PetscInt s, MP
         for (PetscMPIInt j = 0; j < nto; j++) PetscCallMPI(MPI_Isend(buf + sz * (size_t)soff[j], tocount[j], type[f], to[j], 7 + (int)f, sim->comm, &sent[(k % 2) * nto + j]));
         k++;
       }
-      MPMParticlesCompactField(p, f, keep, first); /* slots below nkeep only: the leavers of f are packed */
+      MPMParticlesRemoveField(p, f, gone, ngone); /* slots below nkeep only: the leavers of f are packed */
       if (type[f] == MPI_DATATYPE_NULL) continue;
       char *dst = (char *)p->field[f].data + sz * (size_t)nkeep;
       for (PetscMPIInt j = 0; j < nfrom; j++) PetscCallMPI(MPI_Irecv(dst + sz * (size_t)roff[j], fromcount[j], type[f], from[j], 7 + (int)f, sim->comm, &req[nreq++]));
@@ -378,7 +389,7 @@ static PetscErrorCode MigrateSpecies(MPMSim sim, MPMParticles *p, PetscInt s, MP
   PetscCall(PetscFree2(soff, roff));
   PetscCall(PetscFree(from));
   PetscCall(PetscFree(fromcount));
-  PetscCall(PetscFree2(dest, keep));
+  PetscCall(PetscFree2(gone, gdest));
   PetscCall(PetscFree3(scount, to, tocount));
   PetscFunctionReturn(PETSC_SUCCESS);
 }

@@ -201,6 +201,22 @@ void MPMParticlesCompactField(MPMParticles *p, PetscInt f, const PetscBool *keep
     if (keep[q]) copy_element(base + s * (size_t)k++, base + s * (size_t)q, s);
 }
 
+/* Field f without the particles gone[0..ngone-1] (increasing), the others
+ * moved down in their order: what MPMParticlesCompactField does with keep
+ * false at gone, but moving each stretch between two gone particles at
+ * once and reading nothing else.  p->n is not changed. */
+void MPMParticlesRemoveField(MPMParticles *p, PetscInt f, const PetscInt *gone, PetscInt ngone)
+{
+  const size_t s    = MPMFieldSize(&p->field[f]);
+  char        *base = (char *)p->field[f].data;
+  PetscInt     k    = ngone ? gone[0] : 0;
+  for (PetscInt i = 0; i < ngone; i++) {
+    const PetscInt lo = gone[i] + 1, hi = i + 1 < ngone ? gone[i + 1] : p->n;
+    if (hi > lo) memmove(base + s * (size_t)k, base + s * (size_t)lo, s * (size_t)(hi - lo));
+    k += hi - lo > 0 ? hi - lo : 0;
+  }
+}
+
 /* Keep the particles with keep[q] true, in their order: field by field,
  * each a stream through its array (a particle at a time would touch every
  * field's array per particle). */
