@@ -5,10 +5,11 @@
  * of length ds = dt / -pbd_substeps:
  *
  *   predict    v += g ds, x0 = x, x = x + v ds
- *   neighbours every grain within the contact distance plus a margin, by a
- *              spatial hash of cells one interaction distance wide (the
- *              seed's, after Mueller), from this rank's grains and the halo
- *              copies of other ranks' grains (MPMHaloSetUp, parallel.c)
+ *   neighbours every grain within the contact distance plus a margin, from
+ *              a table of cells one interaction distance wide (the grains'
+ *              bounding box in order, or where it is sparse the seed's
+ *              spatial hash, after Mueller), from this rank's grains and the
+ *              halo copies of other ranks' grains (MPMHaloSetUp, parallel.c)
  *   stabilize  -pbd_stabilization_iterations sweeps on x0 that move x0 and x
  *              alike: old overlap goes without becoming velocity
  *   iterate    -pbd_iterations Jacobi sweeps: each grain sums the contact
@@ -74,8 +75,11 @@ typedef struct {
   double         *wlam; /* per owned grain, PBD_WALL_SLOTS x [object + 1 (0: free), ln, lt(3)] */
   double         *lam; /* per neighbour entry: its pair's accumulated corrections [ln, lt(3)] (-pbd_friction accumulated) */
   PetscInt        caplam;
-  /* the spatial hash */
+  /* the spatial hash, or (dense) the cells of the grains' bounding box in
+   * order, x fastest: cmin the box's first cell, cn its cells per axis */
   PetscInt        tsize, captable;
+  PetscBool       dense;
+  int64_t         cmin[3], cn[3];
   PetscInt       *bucket_start, *bucket;
   int64_t        *key;
   MPMStepStats    st;
@@ -273,12 +277,56 @@ static PetscInt Bucket(const int64_t *c, PetscInt tsize)
   return (PetscInt)(h & (uint64_t)(tsize - 1));
 }
 
-/* All N grains into the hash: a counting sort by bucket. */
+/* The bucket of cell c: its place in the bounding box of the grains' cells
+ * when that box has at most 4 cells a grain (-1 outside it: no grain
+ * there), else the hash.  In the box, the cells of neighbouring grains are
+ * neighbours in the table, and the counting sort leaves the grains in cell
+ * order: the 3^dim lookups of consecutive grains hit the same cache lines,
+ * where the hash scatters them over the table (they were half the time of
+ * a 1M-grain step: docs/performance.md).  The neighbour lists are the same
+ * either way (sorted by id). */
+static PetscInt CellBucket(const PBD *pb, const int64_t *c)
+{
+  if (!pb->dense) return Bucket(c, pb->tsize);
+  int64_t b = 0;
+  for (int a = 2; a >= 0; a--) {
+    const int64_t r = c[a] - pb->cmin[a];
+    if (r < 0 || r >= pb->cn[a]) return -1;
+    b = b * pb->cn[a] + r;
+  }
+  return (PetscInt)b;
+}
+
+/* The table: the bounding box of the N grains' cells if it is dense enough,
+ * else a power of two of at least 2 N buckets. */
+static void TableSize(PBD *pb, PetscInt N, PetscInt dim, const double *lo)
+{
+  int64_t cmax[3] = {0, 0, 0}, c[3], cells = 1;
+  for (int a = 0; a < 3; a++) pb->cmin[a] = INT64_MAX;
+  for (PetscInt q = 0; q < N; q++) {
+    CellKey(pb->x + q * dim, dim, lo, pb->reach, c);
+    for (int a = 0; a < 3; a++) {
+      pb->cmin[a] = PetscMin(pb->cmin[a], c[a]);
+      cmax[a]     = PetscMax(cmax[a], c[a]);
+    }
+  }
+  for (int a = 0; a < 3; a++) {
+    pb->cn[a] = N ? cmax[a] - pb->cmin[a] + 1 : 1;
+    cells     = cells <= 4 * (int64_t)N + 64 ? cells * pb->cn[a] : cells;
+  }
+  pb->dense = N > 0 && cells <= 4 * (int64_t)N + 64 ? PETSC_TRUE : PETSC_FALSE;
+  if (pb->dense) pb->tsize = (PetscInt)cells;
+  else {
+    pb->tsize = 64;
+    while (pb->tsize < 2 * N) pb->tsize *= 2;
+  }
+}
+
+/* All N grains into the table: a counting sort by bucket. */
 static PetscErrorCode HashBuild(PBD *pb, PetscInt N, PetscInt dim, const double *lo)
 {
   PetscFunctionBeginUser;
-  pb->tsize = 64;
-  while (pb->tsize < 2 * N) pb->tsize *= 2;
+  TableSize(pb, N, dim, lo);
   if (pb->tsize + 1 > pb->captable || N > pb->captable) {
     PetscCall(PetscFree2(pb->bucket_start, pb->bucket));
     pb->captable = PetscMax(pb->tsize + 1, N);
@@ -288,13 +336,13 @@ static PetscErrorCode HashBuild(PBD *pb, PetscInt N, PetscInt dim, const double 
   for (PetscInt q = 0; q < N; q++) {
     int64_t c[3];
     pb->key[q] = CellKey(pb->x + q * dim, dim, lo, pb->reach, c);
-    pb->bucket_start[Bucket(c, pb->tsize) + 1]++;
+    pb->bucket_start[CellBucket(pb, c) + 1]++;
   }
   for (PetscInt b = 0; b < pb->tsize; b++) pb->bucket_start[b + 1] += pb->bucket_start[b];
   for (PetscInt q = 0; q < N; q++) {
     int64_t c[3];
     CellKey(pb->x + q * dim, dim, lo, pb->reach, c);
-    const PetscInt b = Bucket(c, pb->tsize);
+    const PetscInt b = CellBucket(pb, c);
     pb->bucket[pb->bucket_start[b]++] = q;
   }
   for (PetscInt b = pb->tsize; b > 0; b--) pb->bucket_start[b] = pb->bucket_start[b - 1]; /* undo the fill's advance */
@@ -319,7 +367,8 @@ static PetscErrorCode Neighbours(PBD *pb, PetscInt i, PetscInt dim, const double
     for (int dy = -1; dy <= 1; dy++)
       for (int dx = -1; dx <= 1; dx++) {
         const int64_t c[3] = {ci[0] + dx, ci[1] + dy, ci[2] + dz}, ck = (c[0] << 42) | (c[1] << 21) | c[2];
-        const PetscInt b = Bucket(c, pb->tsize);
+        const PetscInt b = CellBucket(pb, c);
+        if (b < 0) continue; /* outside the grains' box: no grain there */
         for (PetscInt e = pb->bucket_start[b]; e < pb->bucket_start[b + 1]; e++) {
           const PetscInt j = pb->bucket[e];
           if (j == i || pb->key[j] != ck) continue; /* itself, or another cell in the same bucket */
