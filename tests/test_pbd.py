@@ -46,6 +46,11 @@ wall are unit-tested in test_kernels (section 15); here the whole solver:
    the lower chamber within 5 %; no grain lost.  Momentum balance between
    history rows: dP/dt = M g - (the forces booked on the walls and plates)
    to 1e-8 of the weight (pairs keep their momentum exactly).
+5b. The neighbour table: the hourglass, 150 steps on 1 rank, with the
+   grains' cell box (the default, auto) and with the seed's spatial hash
+   (-pbd_neighbor_table hash): every grain's position and velocity the
+   same bits (the lists are sorted by id), and -info shows that each run
+   used the table it names.
 6. A dynamic body on grains (verification/pbd_body.yaml): a disk of
    1.26 kg/m dropped onto a bed of 240 grains.  Momentum of grains and disk
    between history rows: d(P + M v)/dt = (m + M) g - F_walls to 1e-8 of
@@ -224,6 +229,16 @@ F = [sum(h[k] for k in h if k.startswith(("bc_", "plate_")) and k.endswith("_f" 
 bal = max(abs((h["momentum_" + a][k] - h["momentum_" + a][k - 1]) / (h["t"][k] - h["t"][k - 1]) - (M * g_a - F[i][k])) / W
           for k in range(1, len(h["t"])) for i, (a, g_a) in enumerate((("x", 0.0), ("y", -9.81))))
 c.within("hourglass: |dP/dt - M g + sum F_objects| / weight", bal, 0, 1e-8)
+# 5b. the neighbour table: the cells' box and the hash give the same neighbours
+tab = {}
+for table in ("auto", "hash"):
+    out = T.outdir("pbd_table_" + table)
+    proc = T.run_deck("pbd_hourglass_2d.yaml", 1, out, "-max_steps", 150, "-output_dt", 10, "-pbd_neighbor_table", table, "-info")
+    used = set(l.split("neighbour table: ")[1].split(" of ")[0] for l in proc.stdout.splitlines() if "PBD neighbour table: " in l)
+    tab[table] = (used, by_id(frames(out)[-1]))
+c.true("neighbour table: auto used the grains' cell box, hash the hash", tab["auto"][0] == {"the grains' cell box"} and tab["hash"][0] == {"spatial hash"},
+       "%s / %s" % (tab["auto"][0], tab["hash"][0]))
+c.true("neighbour table: the box and the hash give the same bits", all(np.array_equal(u, v) for u, v in zip(tab["auto"][1], tab["hash"][1])))
 # 6. a dynamic body on grains
 resb = {}
 for ranks in (1, 2, 3):

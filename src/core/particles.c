@@ -213,7 +213,7 @@ void MPMParticlesRemoveField(MPMParticles *p, PetscInt f, const PetscInt *gone, 
   for (PetscInt i = 0; i < ngone; i++) {
     const PetscInt lo = gone[i] + 1, hi = i + 1 < ngone ? gone[i + 1] : p->n;
     if (hi > lo) memmove(base + s * (size_t)k, base + s * (size_t)lo, s * (size_t)(hi - lo));
-    k += hi - lo > 0 ? hi - lo : 0;
+    k += hi - lo;
   }
 }
 

@@ -78,7 +78,7 @@ typedef struct {
   /* the spatial hash, or (dense) the cells of the grains' bounding box in
    * order, x fastest: cmin the box's first cell, cn its cells per axis */
   PetscInt        tsize, captable;
-  PetscBool       dense;
+  PetscBool       dense, hash_only; /* hash_only: -pbd_neighbor_table hash */
   int64_t         cmin[3], cn[3];
   PetscInt       *bucket_start, *bucket;
   int64_t        *key;
@@ -86,6 +86,7 @@ typedef struct {
 } PBD;
 
 static const char *const PBDFrictions[] = {"seed", "accumulated"};
+static const char *const PBDTables[]    = {"auto", "hash"};
 
 static PetscErrorCode PBDOptions(MPMIntegrator integ, MPMSim sim)
 {
@@ -100,7 +101,7 @@ static PetscErrorCode PBDOptions(MPMIntegrator integ, MPMSim sim)
   pb->stabilize  = 2;
   pb->margin     = 0.1;
   pb->delay      = 2;
-  PetscInt fr    = 1;
+  PetscInt fr    = 1, table = 0;
   PetscOptionsBegin(sim->comm, integ->prefix, "Position-based granular integrator (-integrator pbd)", NULL);
   PetscCall(MPMOptionsInt("-substeps", "Substeps per time step [-]", NULL, pb->substeps, &pb->substeps, NULL));
   PetscCall(MPMOptionsInt("-iterations", "Jacobi iterations of the contacts per substep [-]", NULL, pb->iterations, &pb->iterations, NULL));
@@ -113,6 +114,9 @@ static PetscErrorCode PBDOptions(MPMIntegrator integ, MPMSim sim)
   PetscCall(MPMOptionsInt("-chebyshev_delay", "Plain sweeps before the Chebyshev acceleration starts [-]", NULL, pb->delay, &pb->delay, NULL));
   PetscCall(MPMOptionsReal("-relaxation", "Relaxation factor omega: a pair's correction is weighted by omega / (the larger contact count of its grains), in (0, 2] [-]", NULL, pb->relax, &pb->relax, NULL));
   PetscCall(MPMOptionsReal("-neighbor_margin", "Neighbour search distance beyond contact, in grain diameters, in [0, 1] [-]", NULL, pb->margin, &pb->margin, NULL));
+  PetscCall(MPMOptionsEList("-neighbor_table",
+                            "Neighbour search table: auto (the grains' cell box in order where it has at most 4 cells a grain, else the seed's spatial hash) or hash (always the hash; the same neighbours, slower)",
+                            NULL, PBDTables, 2, PBDTables[table], &table, NULL));
   PetscCall(MPMOptionsReal("-sleep_threshold", "Grains touching a grain or an object and slower than this after a substep stay where they were, at rest (0: off) [m/s]", NULL, pb->sleep, &pb->sleep, NULL));
   PetscCall(MPMOptionsReal("-stabilization_slop",
                            "Overlap the pre-stabilization leaves to the solve, as a fraction s of the contact distance (r_a + r_b for two grains, r on a wall or object), in [0, 0.5): only the overlap beyond it is removed without becoming velocity [-]",
@@ -120,6 +124,7 @@ static PetscErrorCode PBDOptions(MPMIntegrator integ, MPMSim sim)
   PetscCall(MPMOptionsReal("-shock_propagation", "Shock propagation k: the solve's inverse mass of a grain at height z is exp(-k z) / m (0: off) [1/m]", NULL, pb->shock, &pb->shock, NULL));
   PetscOptionsEnd();
   pb->accumulated = fr == 1 ? PETSC_TRUE : PETSC_FALSE;
+  pb->hash_only   = table == 1 ? PETSC_TRUE : PETSC_FALSE;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -310,11 +315,12 @@ static void TableSize(PBD *pb, PetscInt N, PetscInt dim, const double *lo)
       cmax[a]     = PetscMax(cmax[a], c[a]);
     }
   }
+  const int64_t most = 4 * (int64_t)N + 64; /* cells the box may have */
   for (int a = 0; a < 3; a++) {
     pb->cn[a] = N ? cmax[a] - pb->cmin[a] + 1 : 1;
-    cells     = cells <= 4 * (int64_t)N + 64 ? cells * pb->cn[a] : cells;
+    if (cells <= most) cells *= pb->cn[a]; /* past most it stays past (and cannot overflow: cn < 2^21) */
   }
-  pb->dense = N > 0 && cells <= 4 * (int64_t)N + 64 ? PETSC_TRUE : PETSC_FALSE;
+  pb->dense = N > 0 && cells <= most && !pb->hash_only ? PETSC_TRUE : PETSC_FALSE;
   if (pb->dense) pb->tsize = (PetscInt)cells;
   else {
     pb->tsize = 64;
@@ -327,6 +333,7 @@ static PetscErrorCode HashBuild(PBD *pb, PetscInt N, PetscInt dim, const double 
 {
   PetscFunctionBeginUser;
   TableSize(pb, N, dim, lo);
+  PetscCall(PetscInfo(NULL, "PBD neighbour table: %s of %" PetscInt_FMT " buckets for %" PetscInt_FMT " grains\n", pb->dense ? "the grains' cell box" : "spatial hash", pb->tsize, N));
   if (pb->tsize + 1 > pb->captable || N > pb->captable) {
     PetscCall(PetscFree2(pb->bucket_start, pb->bucket));
     pb->captable = PetscMax(pb->tsize + 1, N);
