@@ -3,7 +3,8 @@
  *   types is refused, a field registered late gives existing particles its
  *   default, new particles start at every field's default, migration
  *   packing carries the migrating fields and resets the others, sorting
- *   permutes every field alike;
+ *   permutes every field alike, removing a list of particles leaves the
+ *   rest as the mask compaction does;
  * - the material registry and its capability check: an integrator needing
  *   the stress differential refuses a material without it, naming both
  *   options;
@@ -66,6 +67,42 @@ static PetscErrorCode FieldRegistry(void)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* Removing a list of particles (the migration's MPMParticlesRemoveField)
+ * leaves every field as the mask compaction does: random sets of 0 to all
+ * of 200 particles, the first and last among them. */
+static PetscErrorCode RemoveList(void)
+{
+  MPMParticles p, q;
+  PetscInt     a, start, gone[200], ngone, same = 1;
+  PetscBool    keep[200];
+  const double two[2] = {0, 0};
+
+  PetscFunctionBeginUser;
+  for (int trial = 0; trial < 40; trial++) {
+    MPMParticles *both[2] = {&p, &q};
+    for (int k = 0; k < 2; k++) {
+      PetscCall(MPMParticlesCreate(2, both[k]));
+      PetscCall(MPMParticlesRegisterField(both[k], "w", MPM_FIELD_REAL, 2, two, MPM_FIELD_MIGRATE, &a));
+      PetscCall(MPMParticlesAppend(both[k], 200, &start));
+      for (PetscInt i = 0; i < 400; i++) MPMFieldReal(both[k], a)[i] = i;
+    }
+    ngone = 0;
+    for (PetscInt i = 0; i < 200; i++) { /* trial 0: none; 39: all; else every particle with probability trial / 40 */
+      keep[i] = trial == 0 || (trial < 39 && (double)((1103515245u * (unsigned)(i + 200 * trial) + 12345u) % 1000) >= 25.0 * trial);
+      if (!keep[i]) gone[ngone++] = i;
+    }
+    for (PetscInt f = 0; f < p.nfield; f++) {
+      MPMParticlesCompactField(&p, f, keep, MPMParticlesKeptPrefix(&p, keep));
+      MPMParticlesRemoveField(&q, f, gone, ngone);
+      same = same && !memcmp(p.field[f].data, q.field[f].data, MPMFieldSize(&p.field[f]) * (size_t)(200 - ngone));
+    }
+    PetscCall(MPMParticlesDestroy(&p));
+    PetscCall(MPMParticlesDestroy(&q));
+  }
+  Expect(same, "removing a list of particles keeps the others in order, as the mask does");
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 static PetscErrorCode Registries(void)
 {
   MPMMaterial m;
@@ -103,6 +140,7 @@ int main(int argc, char **argv)
   PetscCall(PetscInitialize(&argc, &argv, NULL, NULL));
   printf("registries of particle fields, materials and integrators\n");
   PetscCall(FieldRegistry());
+  PetscCall(RemoveList());
   PetscCall(Registries());
   printf("%d passed, %d failed\n", passed, failed);
   PetscCall(PetscFinalize());
