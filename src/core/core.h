@@ -17,6 +17,7 @@
  *   shape.c       shapes placed in the world (regions and colliders)
  *   seed.c        regions and emitters
  *   balance.c     dynamic load balancing of the slabs
+ *   memory.c      the memory check before a run, large arrays on huge pages
  *   parallel.c    every MPI call: ghost exchange, migration, reductions */
 #ifndef MPM_CORE_H
 #define MPM_CORE_H
