@@ -48,6 +48,9 @@ void MPMMemoryReturnFreedBlocks(void)
 
 static PetscBool huge_pages = PETSC_TRUE, memory_check = PETSC_TRUE; /* -huge_pages, -memory_check */
 
+/* A block that goes on huge pages. */
+static PetscBool Huge(size_t bytes) { return huge_pages && bytes >= MPM_HUGE_ADVISE; }
+
 static void AdviseHuge(void *p, size_t bytes)
 {
 #if defined(MADV_HUGEPAGE)
@@ -61,7 +64,7 @@ static PetscErrorCode HugeMalloc(size_t bytes, PetscBool clear, int line, const 
   PetscFunctionBegin;
   *result = NULL;
   if (!bytes) PetscFunctionReturn(PETSC_SUCCESS);
-  if (huge_pages && bytes >= MPM_HUGE_ADVISE) {
+  if (Huge(bytes)) {
     if (posix_memalign(result, MPM_HUGE_PAGE, bytes)) *result = NULL;
     if (*result) AdviseHuge(*result, bytes); /* before the first touch, so the pages fault in huge */
     if (*result && clear) memset(*result, 0, bytes);
@@ -90,7 +93,7 @@ static PetscErrorCode HugeRealloc(size_t bytes, int line, const char func[], con
   }
   p = realloc(*result, bytes);
   PetscCheck(p, PETSC_COMM_SELF, PETSC_ERR_MEM, "Out of memory: %zu bytes requested at %s:%d (%s)", bytes, file, line, func);
-  if (huge_pages && bytes >= MPM_HUGE_ADVISE) AdviseHuge(p, bytes);
+  if (Huge(bytes)) AdviseHuge(p, bytes);
   *result = p;
   PetscFunctionReturn(PETSC_SUCCESS);
 }

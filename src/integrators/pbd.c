@@ -274,6 +274,12 @@ static int64_t CellKey(const double *x, PetscInt dim, const double *lo, double c
   return k;
 }
 
+/* The cell coordinates packed in a key of CellKey. */
+static void KeyCell(int64_t k, int64_t *c)
+{
+  for (int a = 2; a >= 0; a--, k >>= 21) c[a] = k & ((1 << 21) - 1);
+}
+
 /* The seed's hash (Mueller's primes) of a cell into a table of tsize (a
  * power of two) buckets. */
 static PetscInt Bucket(const int64_t *c, PetscInt tsize)
@@ -302,14 +308,15 @@ static PetscInt CellBucket(const PBD *pb, const int64_t *c)
   return (PetscInt)b;
 }
 
-/* The table: the bounding box of the N grains' cells if it is dense enough,
- * else a power of two of at least 2 N buckets. */
+/* Every grain's cell key, and the table: the bounding box of the N grains'
+ * cells if it is dense enough, else a power of two of at least 2 N
+ * buckets. */
 static void TableSize(PBD *pb, PetscInt N, PetscInt dim, const double *lo)
 {
   int64_t cmax[3] = {0, 0, 0}, c[3], cells = 1;
   for (int a = 0; a < 3; a++) pb->cmin[a] = INT64_MAX;
   for (PetscInt q = 0; q < N; q++) {
-    CellKey(pb->x + q * dim, dim, lo, pb->reach, c);
+    pb->key[q] = CellKey(pb->x + q * dim, dim, lo, pb->reach, c);
     for (int a = 0; a < 3; a++) {
       pb->cmin[a] = PetscMin(pb->cmin[a], c[a]);
       cmax[a]     = PetscMax(cmax[a], c[a]);
@@ -342,13 +349,13 @@ static PetscErrorCode HashBuild(PBD *pb, PetscInt N, PetscInt dim, const double 
   PetscCall(PetscArrayzero(pb->bucket_start, pb->tsize + 1));
   for (PetscInt q = 0; q < N; q++) {
     int64_t c[3];
-    pb->key[q] = CellKey(pb->x + q * dim, dim, lo, pb->reach, c);
+    KeyCell(pb->key[q], c);
     pb->bucket_start[CellBucket(pb, c) + 1]++;
   }
   for (PetscInt b = 0; b < pb->tsize; b++) pb->bucket_start[b + 1] += pb->bucket_start[b];
   for (PetscInt q = 0; q < N; q++) {
     int64_t c[3];
-    CellKey(pb->x + q * dim, dim, lo, pb->reach, c);
+    KeyCell(pb->key[q], c);
     const PetscInt b = CellBucket(pb, c);
     pb->bucket[pb->bucket_start[b]++] = q;
   }
