@@ -1895,7 +1895,7 @@ static void sym_op(int q, const double *G, double *A, void *ctx)
 
 static void test_gradient_divergence_sym(int dim, int order, int dof)
 {
-  const int       d = dim, nb = d * d, ns = nb * (nb + 1) / 2, np = 64;
+  const int       d = dim, nb = d * d, ns = mpm_sym_map_size(d), np = 64;
   const char     *nm = order == 2 ? "quadratic" : "cubic";
   TestGrid        t;
   MPMParticleView p;
@@ -1907,12 +1907,15 @@ static void test_gradient_divergence_sym(int dim, int order, int dof)
   diag = calloc((size_t)(t.nn * dof), sizeof(double));
   for (long k = 0; k < t.nn * dof; k++) in[k] = k % dof < d ? urange(-1, 1) : 0.0; /* the padding slot holds 0 */
   for (int q = 0; q < np; q++) {
+    double Sp[45];
     random_inside(&t, p.x + q * d);
+    if (d == 3) { /* random factors (any U: the expansion is symmetric for every U) */
+      for (int k = 0; k < ns; k++) S[q * ns + k] = k < 12 && k % 4 == 3 ? 0.0 : urange(-1, 1);
+      mpm_sym_factors_expand(S + q * ns, Sp);
+    } else
+      for (int k = 0; k < ns; k++) Sp[k] = S[q * ns + k] = urange(-1, 1);
     for (int i = 0, k = 0; i < nb; i++)
-      for (int j = i; j < nb; j++, k++) {
-        S[q * ns + k] = urange(-1, 1);
-        sym_full[q][i * nb + j] = sym_full[q][j * nb + i] = S[q * ns + k];
-      }
+      for (int j = i; j < nb; j++, k++) sym_full[q][i * nb + j] = sym_full[q][j * nb + i] = Sp[k];
   }
   mpm_gradient_divergence(&t.g, np, p.x, in, sym_op, (void *)&d, ref);
   grid_clear(&t);
@@ -1948,7 +1951,7 @@ static void test_gradient_divergence_sym(int dim, int order, int dof)
 static void test_iso_sym_map(int dim)
 {
   const int nb = dim * dim, ns = nb * (nb + 1) / 2;
-  double    err = 0, scale = 0;
+  double    err = 0, ferr = 0, scale = 0, Sf[45];
   uint64_t  state = 12345u; /* its own generator: the later sections' random instances stay those of the shared stream */
   for (int trial = 0; trial < 60; trial++) {
     MPMIsoLinearization lin;
@@ -1968,15 +1971,22 @@ static void test_iso_sym_map(int dim)
       for (int i = 0; i < nb; i++) M[i * nb + j] = A[i];
     }
     mpm_iso_sym_map(&lin, dt, sc, S);
+    if (dim == 3) { /* the factors the 3D operator applies, expanded */
+      double f[27];
+      mpm_iso_sym_factors(&lin, dt, sc, f);
+      mpm_sym_factors_expand(f, Sf);
+    }
     for (int i = 0, k = 0; i < nb; i++)
       for (int j = i; j < nb; j++, k++) {
         const double ref = 0.5 * (M[i * nb + j] + M[j * nb + i]);
         err   = fmax(err, fabs(S[k] - ref));
+        if (dim == 3) ferr = fmax(ferr, fabs(Sf[k] - ref));
         scale = fmax(scale, fabs(ref));
       }
   }
   (void)ns;
   CHECK(err, 0, 1e-12 * scale, "semi-implicit map %dD: the principal-frame construction = dP applied to unit gradients, symmetrized (60 points)", dim);
+  if (dim == 3) CHECK(ferr, 0, 1e-12 * scale, "semi-implicit map 3D: its factors (U, the diagonal and pair blocks), expanded = the same (60 points)");
 }
 
 static void test_trial_piola(int dim)

@@ -269,6 +269,12 @@ void mpm_iso_dpiola(const MPMIsoLinearization *lin, const double *dF, double *dP
  * triangle row by row (dim^2 (dim^2 + 1) / 2 values).  Built in the
  * principal frame of F (hyperelastic lin: dg symmetric; symmetrized). */
 void mpm_iso_sym_map(const MPMIsoLinearization *lin, double dt, double scale, double *S);
+/* The same map in 3D as its principal-frame factors, 27 values (the
+ * padded columns of U, the diagonal block, the three 2x2 blocks; layout in
+ * linearize.c), which mpm_gradient_divergence_sym applies in 3D; and their
+ * expansion into the packed 45 (for checks and the generic paths). */
+void mpm_iso_sym_factors(const MPMIsoLinearization *lin, double dt, double scale, double *f);
+void mpm_sym_factors_expand(const double *f, double *S);
 /* The definiteness fix of Teran et al. 2005 for a hyperelastic linearization
  * (dg symmetric): dg projected onto the positive semidefinite matrices and
  * the 2x2 rotation/shear blocks' eigenvalues (g_k - g_l)/(s_k - s_l) and

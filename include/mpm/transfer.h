@@ -82,10 +82,13 @@ void mpm_p2g_diagonal(const MPMGridBox *g, int n, const double *X, const double 
  * particle: G_p = sum_i in_i grad w_ip^T, A_p = S_p vec(G_p), out_i +=
  * sum_p A_p grad w_ip, on grids of dim values per node (3D: or 4, the
  * fourth a padding slot that stays 0, for the vectorized body).  S_p is dim^2 x dim^2
- * (vec(G)[a dim + b] = G_ab), symmetric, stored as its upper triangle row by
- * row (dim^2 (dim^2 + 1) / 2 values per particle).  Specialized for dim and
- * the kernel order: the same sums as mpm_gradient_divergence with the
- * pointwise map applied as a matrix, reassociated (agrees to roundoff). */
+ * (vec(G)[a dim + b] = G_ab), symmetric, stored per particle in
+ * mpm_sym_map_size(dim) values: in 2D its upper triangle row by row (10),
+ * in 3D its principal-frame factors (27, mpm_iso_sym_factors).  Specialized
+ * for dim and the kernel order: the same sums as mpm_gradient_divergence
+ * with the pointwise map applied as a matrix, reassociated (agrees to
+ * roundoff). */
+static inline int mpm_sym_map_size(int dim) { return dim == 3 ? 27 : 10; }
 void mpm_gradient_divergence_sym(const MPMGridBox *g, int n, const double *X, const double *S, const double *in, double *out);
 /* Its diagonal: node i, component a += scale sum_p sum_bc S_p[(a,b),(a,c)] gw_b gw_c. */
 void mpm_p2g_sym_diagonal(const MPMGridBox *g, int n, const double *X, const double *S, double scale, double *grid);

@@ -46,7 +46,7 @@ typedef struct {
   PetscInt             cap;
   MPMIsoLinearization *lin;
   double              *A; /* dim x dim: -dt V0 P F^T (the explicit force), then grad u */
-  double              *S; /* the map grad du -> -beta dt^2 V0 dP(grad du F) F^T, symmetric, packed (SymSize) */
+  double              *S; /* the map grad du -> -beta dt^2 V0 dP(grad du F) F^T, symmetric: packed in 2D, its principal-frame factors in 3D (SymSize) */
   PetscBool            bad0; /* this rank: some particle's F_E is inverted at the step's start */
   /* per active node (owned, with mass), k = 0 .. nact-1 */
   PetscInt  nact, cap_act;
@@ -80,7 +80,7 @@ enum { STAT_SOLVES, STAT_KSP, STAT_HALVINGS, NSTAT };
 /* ---------------------------------------------------------- helpers */
 static PetscInt SymSize(PetscInt d)
 {
-  return d * d * (d * d + 1) / 2;
+  return mpm_sym_map_size((int)d);
 }
 
 /* Owned node n (x fastest in the owned box) in the ghosted box. */
@@ -291,7 +291,8 @@ static PetscErrorCode Linearize(SemiSpecies *ss, double beta, PetscBool definite
       for (int k = 0; k < d * d; k++) P[k] = A[k];
       if (definite) mpm_iso_definite(&ss->lin[q]);
       mpm_scaled_pft(d, -ss->dt * V0[q], P, F, A);
-      mpm_iso_sym_map(&ss->lin[q], ss->dt, -beta * ss->dt * V0[q], S); /* G -> -beta dt V0 dP(dt G F) F^T */
+      if (d == 3) mpm_iso_sym_factors(&ss->lin[q], ss->dt, -beta * ss->dt * V0[q], S); /* G -> -beta dt V0 dP(dt G F) F^T */
+      else mpm_iso_sym_map(&ss->lin[q], ss->dt, -beta * ss->dt * V0[q], S);
     }
   }
   PetscCall(PetscLogEventEnd(MPM_EVENT_LINEARIZE, 0, 0, 0, 0));

@@ -334,6 +334,54 @@ void mpm_iso_sym_map(const MPMIsoLinearization *lin, double dt, double scale, do
   else iso_sym_map_d(2, lin, dt, scale, S);
 }
 
+/* The same map in 3D as its principal-frame factors (27 values): the
+ * columns u_k of U, each padded to 4 with a 0 (f[4 k + a] = U_ak), the
+ * diagonal block D (f[12..17]: D00 D01 D02 D11 D12 D22) and, per pair
+ * (0,1), (0,2), (1,2), the 2x2 block's alpha, beta, gamma (f[18..26]).
+ * S vec(G) is then U Ahat U^T with Ghat = U^T G U, Ahat_kk = sum_l D_kl
+ * Ghat_ll, Ahat_kl = alpha Ghat_kl + beta Ghat_lk and Ahat_lk = beta
+ * Ghat_kl + gamma Ghat_lk (k < l): 27 values a particle instead of the
+ * packed matrix's 45, streamed at every Krylov iteration. */
+void mpm_iso_sym_factors(const MPMIsoLinearization *lin, double dt, double scale, double *f)
+{
+  const double *U = lin->U, *s = lin->s, c = scale * dt;
+  for (int k = 0; k < 3; k++) {
+    for (int a = 0; a < 3; a++) f[4 * k + a] = U[a * 3 + k];
+    f[4 * k + 3] = 0;
+  }
+  for (int k = 0, n = 12; k < 3; k++)
+    for (int l = k; l < 3; l++, n++) f[n] = c * s[k] * 0.5 * (lin->dg[k * 3 + l] + lin->dg[l * 3 + k]) * s[l];
+  for (int k = 0, n = 18; k < 3; k++)
+    for (int l = k + 1; l < 3; l++, n += 3) {
+      double a, b;
+      iso_pair_d(3, lin, k, l, &a, &b);
+      f[n]     = c * a * s[l] * s[l];
+      f[n + 1] = c * b * s[k] * s[l];
+      f[n + 2] = c * a * s[k] * s[k];
+    }
+}
+
+void mpm_sym_factors_expand(const double *f, double *S)
+{
+  const int pk[3] = {0, 0, 1}, pl[3] = {1, 2, 2}, dk[3][3] = {{12, 13, 14}, {13, 15, 16}, {14, 16, 17}};
+  double    z[9][9]; /* z[k 3 + l][a 3 + b] = U_ak U_bl */
+  for (int k = 0; k < 3; k++)
+    for (int l = 0; l < 3; l++)
+      for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++) z[k * 3 + l][a * 3 + b] = f[4 * k + a] * f[4 * l + b];
+  for (int i = 0, n = 0; i < 9; i++)
+    for (int j = i; j < 9; j++, n++) {
+      double t = 0;
+      for (int k = 0; k < 3; k++)
+        for (int l = 0; l < 3; l++) t += z[k * 4][i] * f[dk[k][l]] * z[l * 4][j];
+      for (int p = 0; p < 3; p++) {
+        const double *zkl = z[pk[p] * 3 + pl[p]], *zlk = z[pl[p] * 3 + pk[p]], al = f[18 + 3 * p], be = f[19 + 3 * p], ga = f[20 + 3 * p];
+        t += al * zkl[i] * zkl[j] + be * (zkl[i] * zlk[j] + zlk[i] * zkl[j]) + ga * zlk[i] * zlk[j];
+      }
+      S[n] = t;
+    }
+}
+
 /* 1 when the symmetric d x d matrix A is positive definite (its Cholesky
  * factorization has positive pivots). */
 static int positive_definite(int d, const double *A)

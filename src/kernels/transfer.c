@@ -703,14 +703,18 @@ ALWAYS_INLINE void sym_apply(const int nb, const double *restrict Sq, const doub
 ALWAYS_INLINE void graddiv_sym(const int dim, const int order, const MPMGridBox *g, int n, const double *restrict X, const double *restrict S,
                                const double *restrict in, double *restrict out)
 {
-  const int  W = order + 1, Wz = dim == 3 ? W : 1, nb = dim * dim, ns = nb * (nb + 1) / 2, dof = g->dof;
+  const int  W = order + 1, Wz = dim == 3 ? W : 1, nb = dim * dim, ns = mpm_sym_map_size(dim), dof = g->dof;
   const long sy = (long)dof * g->gn[0], sz = sy * g->gn[1];
 
   for (int q = 0; q < n; q++) {
     Stencil       s;
     double        col[3][3] = {{0}}; /* col[b][a] = d in_a / d x_b */
-    double        gv[9], A[9], Ac[3][3];
+    double        gv[9], A[9], Ac[3][3], Sx[45];
     const double *Sq = S + (size_t)q * ns;
+    if (dim == 3) { /* the factors, expanded (this path serves nodes of 3 values, which only the tests use) */
+      mpm_sym_factors_expand(Sq, Sx);
+      Sq = Sx;
+    }
     stencil_eval(g, dim, order, X + q * dim, &s);
     const long    o   = dof * node_offset(g, s.base[0], s.base[1], s.base[2]);
     const double *src = in + o;
@@ -798,10 +802,10 @@ ALWAYS_INLINE void grad_3d_vec4(const int order, const Stencil *s, const double 
 /* Its adjoint: node (kx, ky, kz) += A grad w = dwx (wy wz Ac_0) + wx (dwy wz
  * Ac_1 + wy dwz Ac_2), Ac_b[a] = A[a][b] (the padding lanes 0), from
  * per-plane and per-row vectors: 2 vector FMAs a node. */
-ALWAYS_INLINE void div_3d_vec4(const int order, const Stencil *s, double *restrict dst, long sy, long sz, const double *A)
+ALWAYS_INLINE void div_3d_vec4_cols(const int order, const Stencil *s, double *restrict dst, long sy, long sz, vec4 A0, vec4 A1, vec4 A2)
 {
   const int  W    = order + 1;
-  const vec4 zero = {0}, A0 = {A[0], A[3], A[6], 0}, A1 = {A[1], A[4], A[7], 0}, A2 = {A[2], A[5], A[8], 0};
+  const vec4 zero = {0};
   for (int kz = 0; kz < W; kz++) {
     const vec4 Z0 = vec4_madd(s->w[2][kz], A0, zero), Z1 = vec4_madd(s->w[2][kz], A1, zero), Z2 = vec4_madd(s->dw[2][kz], A2, zero);
     for (int ky = 0; ky < W; ky++) {
@@ -812,6 +816,40 @@ ALWAYS_INLINE void div_3d_vec4(const int order, const Stencil *s, double *restri
   }
 }
 
+/* The same with A row by row (its columns gathered). */
+ALWAYS_INLINE void div_3d_vec4(const int order, const Stencil *s, double *restrict dst, long sy, long sz, const double *A)
+{
+  div_3d_vec4_cols(order, s, dst, sy, sz, (vec4){A[0], A[3], A[6], 0}, (vec4){A[1], A[4], A[7], 0}, (vec4){A[2], A[5], A[8], 0});
+}
+
+/* A = S vec(G) from the map's principal-frame factors (mpm_iso_sym_factors)
+ * on G's columns c[b] (lanes 0-2; c[b][a] = G_ab), into A's columns: m_l =
+ * G u_l, Ghat_kl = u_k . m_l, the blocks, n_l = U Ahat e_l, A e_j = sum_l
+ * n_l U_jl.  18 vector and 48 scalar multiply-adds and 27 values read,
+ * against 81 and 45 for the packed matrix.  Lane 3 of the result is 0
+ * (U's padding). */
+ALWAYS_INLINE void sym_factors_apply(const double *restrict f, const vec4 *c, vec4 *a)
+{
+  const vec4 zero = {0};
+  double     M[3][4], Gh[3][3], Ah[3][3];
+  for (int l = 0; l < 3; l++) vec4_store(M[l], vec4_madd(f[4 * l + 2], c[2], vec4_madd(f[4 * l + 1], c[1], vec4_madd(f[4 * l], c[0], zero))));
+  for (int k = 0; k < 3; k++)
+    for (int l = 0; l < 3; l++) Gh[k][l] = f[4 * k] * M[l][0] + f[4 * k + 1] * M[l][1] + f[4 * k + 2] * M[l][2];
+  Ah[0][0] = f[12] * Gh[0][0] + f[13] * Gh[1][1] + f[14] * Gh[2][2];
+  Ah[1][1] = f[13] * Gh[0][0] + f[15] * Gh[1][1] + f[16] * Gh[2][2];
+  Ah[2][2] = f[14] * Gh[0][0] + f[16] * Gh[1][1] + f[17] * Gh[2][2];
+  for (int p = 0; p < 3; p++) {
+    const int     k = p < 2 ? 0 : 1, l = p < 1 ? 1 : 2;
+    const double *b = f + 18 + 3 * p;
+    Ah[k][l]        = b[0] * Gh[k][l] + b[1] * Gh[l][k];
+    Ah[l][k]        = b[1] * Gh[k][l] + b[2] * Gh[l][k];
+  }
+  const vec4 u0 = vec4_load(f), u1 = vec4_load(f + 4), u2 = vec4_load(f + 8);
+  vec4       nl[3];
+  for (int l = 0; l < 3; l++) nl[l] = vec4_madd(Ah[2][l], u2, vec4_madd(Ah[1][l], u1, vec4_madd(Ah[0][l], u0, zero)));
+  for (int j = 0; j < 3; j++) a[j] = vec4_madd(f[8 + j], nl[2], vec4_madd(f[4 + j], nl[1], vec4_madd(f[j], nl[0], zero)));
+}
+
 /* graddiv_sym in 3D on nodes of 4 doubles. */
 ALWAYS_INLINE void graddiv_sym_3d_vec4(const int order, const MPMGridBox *g, int n, const double *restrict X, const double *restrict S, const double *restrict in,
                                        double *restrict out)
@@ -819,15 +857,12 @@ ALWAYS_INLINE void graddiv_sym_3d_vec4(const int order, const MPMGridBox *g, int
   const long sy = 4L * g->gn[0], sz = sy * g->gn[1];
   for (int q = 0; q < n; q++) {
     Stencil s;
-    vec4    c[3];
-    double  gv[9], A[9];
+    vec4    c[3], A[3];
     stencil_eval(g, 3, order, X + 3 * q, &s);
     const long o = 4 * node_offset(g, s.base[0], s.base[1], s.base[2]);
     grad_3d_vec4(order, &s, in + o, sy, sz, c);
-    for (int a = 0; a < 3; a++)
-      for (int b = 0; b < 3; b++) gv[a * 3 + b] = c[b][a];
-    sym_apply(9, S + (size_t)q * 45, gv, A);
-    div_3d_vec4(order, &s, out + o, sy, sz, A);
+    sym_factors_apply(S + (size_t)q * 27, c, A);
+    div_3d_vec4_cols(order, &s, out + o, sy, sz, A[0], A[1], A[2]);
   }
 }
 
@@ -873,6 +908,33 @@ void mpm_gradient_divergence_sym(const MPMGridBox *g, int n, const double *X, co
   else g->order == 2 ? graddiv_sym(2, 2, g, n, X, S, in, out) : graddiv_sym(2, 3, g, n, X, S, in, out);
 }
 
+/* The diagonal blocks D_a[b][c] = S[(a b), (a c)] of a map given by its
+ * factors: with r = U's row a, D_a = U H U^T where H[l][n] = sum_km r_k r_m
+ * Shat[(k l), (m n)] (the diagonal block r_l r_n D_ln, each pair's alpha,
+ * beta, gamma on (l, l), (k, l) and (k, k)). */
+ALWAYS_INLINE void sym_factors_blocks(const double *restrict f, double Da[3][3][3])
+{
+  const int dk[3][3] = {{12, 13, 14}, {13, 15, 16}, {14, 16, 17}};
+  for (int a = 0; a < 3; a++) {
+    const double r[3] = {f[a], f[4 + a], f[8 + a]};
+    double       H[3][3], T[3][3];
+    for (int l = 0; l < 3; l++)
+      for (int m = 0; m < 3; m++) H[l][m] = r[l] * r[m] * f[dk[l][m]];
+    for (int p = 0; p < 3; p++) {
+      const int     k = p < 2 ? 0 : 1, l = p < 1 ? 1 : 2;
+      const double *b = f + 18 + 3 * p;
+      H[l][l] += r[k] * r[k] * b[0];
+      H[k][k] += r[l] * r[l] * b[2];
+      H[k][l] += r[k] * r[l] * b[1];
+      H[l][k] += r[k] * r[l] * b[1];
+    }
+    for (int b = 0; b < 3; b++) /* T = U H, then D_a = T U^T (U_bl = f[4 l + b]) */
+      for (int m = 0; m < 3; m++) T[b][m] = f[b] * H[0][m] + f[4 + b] * H[1][m] + f[8 + b] * H[2][m];
+    for (int b = 0; b < 3; b++)
+      for (int c = 0; c < 3; c++) Da[a][b][c] = T[b][0] * f[c] + T[b][1] * f[4 + c] + T[b][2] * f[8 + c];
+  }
+}
+
 /* mpm_p2g_sym_diagonal in 3D on nodes of 4 doubles.  With D_a[b][c] =
  * S[(a b), (a c)] and gw = (X1 Y0 Z0, X0 Y1 Z0, X0 Y0 Z1) (X0 = wx, X1 =
  * dwx, ...), gw^T D_a gw groups by the x factor: X1^2 [D00 Y0^2 Z0^2] +
@@ -882,19 +944,20 @@ void mpm_gradient_divergence_sym(const MPMGridBox *g, int n, const double *X, co
 ALWAYS_INLINE void sym_diagonal_3d_vec4(const int order, const MPMGridBox *g, int n, const double *restrict X, const double *restrict S, double scale,
                                         double *restrict grid)
 {
-  const int  W = order + 1, ns = 45;
+  const int  W = order + 1, ns = 27;
   const long sy = 4L * g->gn[0], sz = sy * g->gn[1];
   const vec4 zero = {0};
 
   for (int q = 0; q < n; q++) {
-    Stencil       s;
-    const double *Sq = S + (size_t)q * ns;
-    vec4          E[3][3];
+    Stencil s;
+    double  Da[3][3][3];
+    vec4    E[3][3];
     stencil_eval(g, 3, order, X + 3 * q, &s);
+    sym_factors_blocks(S + (size_t)q * ns, Da);
     for (int b = 0; b < 3; b++)
       for (int c = b; c < 3; c++) {
         const double f = (b == c ? 1.0 : 2.0) * scale;
-        E[b][c] = (vec4){f * Sq[sym_index(9, 0 + b, 0 + c)], f * Sq[sym_index(9, 3 + b, 3 + c)], f * Sq[sym_index(9, 6 + b, 6 + c)], 0};
+        E[b][c] = (vec4){f * Da[0][b][c], f * Da[1][b][c], f * Da[2][b][c], 0};
       }
     double *origin = grid + 4 * node_offset(g, s.base[0], s.base[1], s.base[2]);
     for (int kz = 0; kz < W; kz++) {
@@ -922,10 +985,15 @@ void mpm_p2g_sym_diagonal(const MPMGridBox *g, int n, const double *X, const dou
     g->order == 2 ? sym_diagonal_3d_vec4(2, g, n, X, S, scale, grid) : sym_diagonal_3d_vec4(3, g, n, X, S, scale, grid);
     return;
   }
-  const int   d = g->dim, nb = d * d, ns = nb * (nb + 1) / 2;
+  const int   d = g->dim, nb = d * d, ns = mpm_sym_map_size(d);
   StencilGrad sg;
   for (int q = 0; q < n; q++) {
     const double *Sq = S + (size_t)q * ns;
+    double        Sx[45];
+    if (d == 3) { /* nodes of 3 values: the tests' path */
+      mpm_sym_factors_expand(Sq, Sx);
+      Sq = Sx;
+    }
     stencil_grad(g, X + q * d, &sg);
     for (int k = 0; k < sg.n; k++)
       for (int a = 0; a < d; a++) {
