@@ -27,8 +27,9 @@
  * overlapped".  The Krylov vectors are that long, the operator writes its
  * values into the ghosted field itself and exchanges only the ghost layers
  * (MPMGhostLayers*), and the particle pass applies each particle's
- * linearization as a packed symmetric dim^2 x dim^2 matrix built once per
- * step (mpm_gradient_divergence_sym).  A snowball in a box 10x its volume
+ * linearization as a symmetric dim^2 x dim^2 map built once per step
+ * (mpm_gradient_divergence_sym): packed in 2D, in 3D as its factors in the
+ * principal frame of F_E (27 values instead of 45; mpm_iso_sym_factors).  A snowball in a box 10x its volume
  * no longer pays for the empty box at every Krylov iteration. */
 #include "integrators.h"
 #include <petscksp.h>
