@@ -29,8 +29,9 @@
  * (MPMGhostLayers*), and the particle pass applies each particle's
  * linearization as a symmetric dim^2 x dim^2 map built once per step
  * (mpm_gradient_divergence_sym): packed in 2D, in 3D as its factors in the
- * principal frame of F_E (27 values instead of 45; mpm_iso_sym_factors).  A snowball in a box 10x its volume
- * no longer pays for the empty box at every Krylov iteration. */
+ * principal frame of F_E (27 values instead of 45; mpm_iso_sym_factors).
+ * A snowball in a box 10x its volume no longer pays for the empty box at
+ * every Krylov iteration. */
 #include "integrators.h"
 #include <petscksp.h>
 

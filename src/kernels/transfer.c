@@ -825,9 +825,9 @@ ALWAYS_INLINE void div_3d_vec4(const int order, const Stencil *s, double *restri
 /* A = S vec(G) from the map's principal-frame factors (mpm_iso_sym_factors)
  * on G's columns c[b] (lanes 0-2; c[b][a] = G_ab), into A's columns: m_l =
  * G u_l, Ghat_kl = u_k . m_l, the blocks, n_l = U Ahat e_l, A e_j = sum_l
- * n_l U_jl.  18 vector and 48 scalar multiply-adds and 27 values read,
- * against 81 and 45 for the packed matrix.  Lane 3 of the result is 0
- * (U's padding). */
+ * n_l U_jl.  27 vector multiply-adds, 48 scalar products and 27 values
+ * read, against 81 scalar multiply-adds and 45 values for the packed
+ * matrix.  Lane 3 of the result is 0 (U's padding). */
 ALWAYS_INLINE void sym_factors_apply(const double *restrict f, const vec4 *c, vec4 *a)
 {
   const vec4 zero = {0};
