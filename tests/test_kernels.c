@@ -2459,7 +2459,7 @@ static void test_dcfp_local(int d, int max_newton)
   const int n = mpm_sym_size(d), N = max_newton ? 3000 : 300;
   int       count[4] = {0, 0, 0, 0}, worst_its = 0;
   rng_key = (uint64_t)d << 40 | (uint64_t)max_newton << 20; /* its own instances, whatever the tests before it drew (an added test shifted them onto one that needed the fail-safe) */
-  double    w_cone = 0, w_un = 0, w_comp = 0, w_fric = 0, w_res = 0, w_stick = 0;
+  double    w_cone = 0, w_un = 0, w_comp = 0, w_fric = 0, w_res = 0, w_stick = 0, w_at = 0, res_at_min = INFINITY;
   for (int k = 0; k < N; k++) {
     double A[36], W[36], b[6], r[6], u[6];
     const double sw = pow(10.0, urange(-3, 3)), sb = pow(10.0, urange(-3, 3)), mu = k % 10 == 0 ? 0.0 : urange(0.0, 1.2);
@@ -2492,6 +2492,17 @@ static void test_dcfp_local(int d, int max_newton)
       w_fric = fmax(w_fric, e / R);
     } else w_stick = fmax(w_stick, (tnorm(n, r) - mu * r[0]) / R); /* sticking: inside the cone */
     w_res = fmax(w_res, mpm_dcfp_residual(n, W, b, mu, r) / R);
+    { /* away from the solution, the residual at u = W r' + b (APGD's form) is the one from W and b */
+      double r2[6], u2[6], tr = 0;
+      for (int i = 0; i < n; i++) r2[i] = r[i] + R * (2 * mpm_uniform(0x7e57a7ULL, (uint64_t)k * 8 + i, 7) - 1); /* not the instances' stream */
+      for (int i = 0; i < n; i++) {
+        u2[i] = b[i], tr += W[i * (n + 1)];
+        for (int j = 0; j < n; j++) u2[i] += W[i * n + j] * r2[j];
+      }
+      const double e = mpm_dcfp_residual(n, W, b, mu, r2), e_at = mpm_dcfp_residual_at(n, tr, mu, r2, u2);
+      w_at       = fmax(w_at, fabs(e_at - e) / e);
+      res_at_min = fmin(res_at_min, e / R);
+    }
   }
   printf("  %dD, %d instances%s: take-off %d, stick %d, slide %d, fail-safe %d; most iterations %d\n", d, N, max_newton ? "" : " (fail-safe only)", count[0], count[1],
          count[2], count[3], worst_its);
@@ -2501,6 +2512,7 @@ static void test_dcfp_local(int d, int max_newton)
   CHECK(w_fric, 0, 1e-10, "%dD DCFP%s: r_T = -mu r_N u_T / |u_T| where u_T != 0", d, max_newton ? "" : " fail-safe");
   CHECK(w_stick < 1e-10, 1, 0, "%dD DCFP%s: |r_T| <= mu r_N where u_T = 0", d, max_newton ? "" : " fail-safe");
   CHECK(w_res, 0, 1e-10, "%dD DCFP%s: natural-map residual", d, max_newton ? "" : " fail-safe");
+  CHECK(w_at, 0, 1e-12, "%dD DCFP%s: residual at u = W r + b the same as from W and b (relative, smallest residual %.2e)", d, max_newton ? "" : " fail-safe", res_at_min);
   if (max_newton) {
     CHECK(count[0] > N / 20 && count[1] > N / 20 && count[2] > N / 20, 1, 0, "%dD DCFP: every regime sampled (> 5 %% each)", d);
     CHECK(count[3], 0, 0, "%dD DCFP: Newton solves every sliding instance (no fail-safe)", d);

@@ -352,6 +352,8 @@ MPMDcfpCase mpm_dcfp_local(int n, const double *W, const double *b, double mu, d
 void mpm_dcfp_project(int n, double mu, const double *x, double *p);
 /* |r - P_K(r - rho (u + mu |u_T| e_N))|, rho = n / tr W: 0 at a solution */
 double mpm_dcfp_residual(int n, const double *W, const double *b, double mu, const double *r);
+/* The same at the velocity u itself, trW = tr W (APGD has u = W r + b from its operator) */
+double mpm_dcfp_residual_at(int n, double trW, double mu, const double *r, const double *u);
 /* Anisotropic grains (D s. 6.2).  One explicit step of the normals'
  * second moment nu2 (d x d, trace 1) under the velocity gradient G:
  * Jeffery's equation for the tangents' moment with the quadratic closure,

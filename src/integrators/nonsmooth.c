@@ -62,12 +62,14 @@ typedef struct {
   /* the Gauss-Seidel's colours (ColourSetUp): a colour costs its own nodes
      and the slab faces, not a pass over the grid */
   PetscInt        col_off[28], *col_node, cap_col; /* active owned stress nodes by colour (offsets, 3^d + 1) */
+  PetscInt       *act, nact;                     /* the same in the owned order: the loops of SpreadAll and APGD */
   PetscInt        builds;                       /* du's layout the rest was made on (0: none) */
   MPMGhostLayers  gl;                           /* du's ghost layers */
   Vec             incl, fg;                     /* a colour's du increments on the local box (0 between colours); the neighbours' ghost sums */
   PetscInt       *ghost, nghost;                /* local indices of the ghost nodes */
   PetscInt       *recv, *recv_loc, nrecv;       /* owned nodes that are ghosts elsewhere (owned index, local index) */
   PetscInt       *geo_at, cap_geo_at;           /* per local node: its walls' geometry in geo, or -1 (not near a wall or object) */
+  double         *minv, *ustar;                 /* per local node: dt/m and u* (d) of node, compact: the operator's passes then read 1 and 3 doubles a node, not a 14-double record */
   double         *geo;
   PetscInt       *wall, nwall, cap_wall;        /* the local nodes near a dynamic body, in the box's order */
   char           *near_body;                    /* per local node: near a dynamic body (1/0) */
@@ -413,10 +415,10 @@ NS_INLINE void StrainRateOfD(const int D, const Nonsmooth *ns, const PetscInt *i
   ChiT(D, A, r);
 }
 
-NS_INLINE void SpreadStressD(const int D, const Nonsmooth *ns, const PetscInt *i, const double *Fo, const double *nodes, const double *dl, double *inc)
+NS_INLINE void SpreadStressD(const int D, const Nonsmooth *ns, const PetscInt *i, const double *Fo, const double *dl, double *inc)
 {
   const MPMGridBox *bx = &ns->node->box;
-  const PetscInt    c = LocalIndex(bx, i), sy = bx->gn[0], sz = (PetscInt)bx->gn[0] * bx->gn[1], ndof = ns->node->dof;
+  const PetscInt    c = LocalIndex(bx, i), sy = bx->gn[0], sz = (PetscInt)bx->gn[0] * bx->gn[1];
   const double     *G = Fo + 2 + ns->n;
   double            T[9];
   mpm_chi(D, dl, T);
@@ -424,9 +426,12 @@ NS_INLINE void SpreadStressD(const int D, const Nonsmooth *ns, const PetscInt *i
     for (int ky = 0; ky < 3; ky++)
       for (int kx = 0; kx < 3; kx++, G += D) {
         const PetscInt li = c + (D == 3 ? kz - 1 : 0) * sz + (ky - 1) * sy + kx - 1;
-        const double   minv = nodes[ndof * li];
-        for (int a = 0; a < D; a++)
-          for (int k = 0; k < D; k++) inc[D * li + a] += minv * T[a * D + k] * G[k];
+        const double   minv = ns->minv[li];
+        for (int a = 0; a < D; a++) { /* summed in a register: inc may alias G for the compiler, which then stored every partial sum */
+          double sum = inc[D * li + a];
+          for (int k = 0; k < D; k++) sum += minv * T[a * D + k] * G[k];
+          inc[D * li + a] = sum;
+        }
       }
 }
 
@@ -557,44 +562,42 @@ static inline PetscBool Owned(const MPMLayout *l, const PetscInt *gi)
 /* Node li's velocity u* + du, collided with the walls' geometry of
  * WallGeometry; trial: book the dynamic bodies' trial impulses at owned
  * nodes (MPMCollidersVelocity) */
-static inline void WallVelocity(Nonsmooth *ns, MPMSim sim, PetscInt li, const double *nodes, const double *du, PetscBool trial, double *vel)
+static inline void WallVelocity(Nonsmooth *ns, MPMSim sim, PetscInt li, const double *du, PetscBool trial, double *vel)
 {
   const MPMGridBox *bx = &ns->node->box;
-  const int         d = (int)sim->dim, ndof = (int)ns->node->dof;
-  const double     *nd = nodes + ndof * li;
+  const int         d  = (int)sim->dim;
+  const double      mi = ns->minv[li];
   double           *v  = vel + d * li, x[3];
   PetscInt          gi[3];
 
-  for (int c = 0; c < d; c++) v[c] = nd[0] > 0 ? nd[1 + c] + du[d * li + c] : 0.0;
+  for (int c = 0; c < d; c++) v[c] = mi > 0 ? ns->ustar[d * li + c] + du[d * li + c] : 0.0;
   if (ns->geo_at[li] < 0) return;
   BoxIndex(bx, li, gi);
   for (int c = 0; c < d; c++) x[c] = bx->origin[c] + bx->h * gi[c];
-  (void)MPMCollidersVelocity(sim->colliders, 0, ns->geo + ns->geo_at[li], x, ns->dt / nd[0], ns->dt, trial && Owned(&sim->layout, gi), v);
+  (void)MPMCollidersVelocity(sim->colliders, 0, ns->geo + ns->geo_at[li], x, ns->dt / mi, ns->dt, trial && Owned(&sim->layout, gi), v);
 }
 
 /* A node whose du changed in a colour; the nodes near a dynamic body are
  * left to the pass over all of them (SweepColour). */
-static inline void Refresh(Nonsmooth *ns, MPMSim sim, PetscInt li, const double *nodes, const double *du, double *vel)
+static inline void Refresh(Nonsmooth *ns, MPMSim sim, PetscInt li, const double *du, double *vel)
 {
   if (ns->near_body[li]) return;
-  WallVelocity(ns, sim, li, nodes, du, PETSC_FALSE, vel);
+  WallVelocity(ns, sim, li, du, PETSC_FALSE, vel);
 }
 
 static PetscErrorCode WallVelocities(Nonsmooth *ns, MPMSim sim, Vec vell)
 {
   const MPMGridBox  *bx = &ns->node->box;
   const PetscInt     nloc = (PetscInt)bx->gn[0] * bx->gn[1] * bx->gn[2];
-  const PetscScalar *nodes, *du;
+  const PetscScalar *du;
   PetscScalar       *vel;
 
   PetscFunctionBeginUser;
-  PetscCall(VecGetArrayRead(ns->node->local, &nodes));
   PetscCall(VecGetArrayRead(ns->du->local, &du));
   PetscCall(VecGetArray(vell, &vel));
-  for (PetscInt li = 0; li < nloc; li++) WallVelocity(ns, sim, li, nodes, du, PETSC_TRUE, vel);
+  for (PetscInt li = 0; li < nloc; li++) WallVelocity(ns, sim, li, du, PETSC_TRUE, vel);
   PetscCall(VecRestoreArray(vell, &vel));
   PetscCall(VecRestoreArrayRead(ns->du->local, &du));
-  PetscCall(VecRestoreArrayRead(ns->node->local, &nodes));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -624,10 +627,10 @@ static void NodeRhs(const Nonsmooth *ns, int d, PetscInt o, const PetscInt *i, c
 
 /* The velocity change dt/m_i chi(dl) G_ji of a stress change dl at node i
  * (global index) added to the 3^d velocity nodes it sees (local array). */
-static void SpreadStress(const Nonsmooth *ns, int d, const PetscInt *i, const double *Fo, const double *nodes, const double *dl, double *inc)
+static void SpreadStress(const Nonsmooth *ns, int d, const PetscInt *i, const double *Fo, const double *dl, double *inc)
 {
-  if (d == 3) SpreadStressD(3, ns, i, Fo, nodes, dl, inc);
-  else SpreadStressD(2, ns, i, Fo, nodes, dl, inc);
+  if (d == 3) SpreadStressD(3, ns, i, Fo, dl, inc);
+  else SpreadStressD(2, ns, i, Fo, dl, inc);
 }
 
 /* Every active node's lambda as it stands spread onto the velocity
@@ -640,30 +643,27 @@ static PetscErrorCode SpreadAll(Nonsmooth *ns, MPMSim sim, Vec vell, Vec incr)
 {
   const MPMLayout   *l = &sim->layout;
   const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof;
-  const PetscInt     nown = l->xm[0] * l->xm[1] * l->xm[2];
-  const PetscScalar *F, *nodes;
+  const PetscScalar *F;
   PetscScalar       *inc;
   Vec                incl;
 
   PetscFunctionBeginUser;
   PetscCall(VecGetArrayRead(ns->forms->global, &F));
-  PetscCall(VecGetArrayRead(ns->node->local, &nodes));
   PetscCall(DMGetLocalVector(ns->du->da, &incl));
   PetscCall(VecZeroEntries(incl));
   PetscCall(VecGetArray(incl, &inc));
-  for (PetscInt o = 0; o < nown; o++) {
-    const double *Fo = F + fdof * o;
-    PetscInt      i[3];
-    double        dl[MPM_SYM_MAX];
-    if (Fo[0] <= 0) continue;
+  for (PetscInt a = 0; a < ns->nact; a++) {
+    const PetscInt o  = ns->act[a];
+    const double  *Fo = F + fdof * o;
+    PetscInt       i[3];
+    double         dl[MPM_SYM_MAX];
     OwnedIndex(l, o, i);
     Physical(ns, o, ns->lambda + n * o, dl);
-    SpreadStress(ns, d, i, Fo, nodes, dl, inc);
+    SpreadStress(ns, d, i, Fo, dl, inc);
   }
   PetscCall(VecRestoreArray(incl, &inc));
   PetscCall(MPMGhostScatterAddVec(ns->du, incl, incr));
   PetscCall(DMRestoreLocalVector(ns->du->da, &incl));
-  PetscCall(VecRestoreArrayRead(ns->node->local, &nodes));
   PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
   PetscCall(VecAXPY(ns->du->global, 1.0, incr));
   PetscCall(MPMGhostGather(ns->du));
@@ -727,14 +727,16 @@ static PetscErrorCode WallGeometry(Nonsmooth *ns, MPMSim sim)
 
   PetscFunctionBeginUser;
   if (nloc > ns->cap_geo_at) {
-    PetscCall(PetscFree2(ns->geo_at, ns->near_body));
+    PetscCall(PetscFree4(ns->geo_at, ns->near_body, ns->minv, ns->ustar));
     ns->cap_geo_at = nloc;
-    PetscCall(PetscMalloc2(nloc, &ns->geo_at, nloc, &ns->near_body));
+    PetscCall(PetscMalloc4(nloc, &ns->geo_at, nloc, &ns->near_body, nloc, &ns->minv, d * nloc, &ns->ustar));
   }
   PetscCall(VecGetArrayRead(ns->node->local, &nodes));
   for (PetscInt li = 0; li < nloc; li++) {
     const double *nd = nodes + ndof * li;
     ns->geo_at[li]   = nd[0] > 0 && nd[ndof - 1] != 0 ? G * nw++ : -1;
+    ns->minv[li]     = nd[0];
+    for (int c = 0; c < d; c++) ns->ustar[d * li + c] = nd[1 + c];
   }
   if (nw > ns->cap_wall) {
     PetscCall(PetscFree2(ns->wall, ns->geo));
@@ -772,11 +774,14 @@ static PetscErrorCode ColourSetUp(Nonsmooth *ns, MPMSim sim)
   PetscFunctionBeginUser;
   PetscCall(ColourLayout(ns, sim));
   if (nown > ns->cap_col) {
-    PetscCall(PetscFree(ns->col_node));
+    PetscCall(PetscFree2(ns->col_node, ns->act));
     ns->cap_col = nown;
-    PetscCall(PetscMalloc1(nown, &ns->col_node));
+    PetscCall(PetscMalloc2(nown, &ns->col_node, nown, &ns->act));
   }
   PetscCall(VecGetArrayRead(ns->forms->global, &F));
+  ns->nact = 0;
+  for (PetscInt o = 0; o < nown; o++)
+    if (F[fdof * o] > 0) ns->act[ns->nact++] = o;
   for (int pass = 0; pass < 2; pass++) {
     if (pass == 1) {
       ns->col_off[0] = 0;
@@ -809,12 +814,11 @@ static PetscErrorCode SweepColour(Nonsmooth *ns, MPMSim sim, int colour, Vec vel
   const MPMGridBox  *bx = &ns->node->box;
   const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof;
   const PetscInt     c0 = ns->col_off[colour], c1 = ns->col_off[colour + 1];
-  const PetscScalar *F, *nodes, *fg;
+  const PetscScalar *F, *fg;
   PetscScalar       *inc, *vel, *dug, *dul;
 
   PetscFunctionBeginUser;
   PetscCall(VecGetArrayRead(ns->forms->global, &F));
-  PetscCall(VecGetArrayRead(ns->node->local, &nodes));
   PetscCall(VecGetArray(vell, &vel));
   PetscCall(VecGetArray(ns->incl, &inc));
   for (PetscInt k = c0; k < c1; k++) {
@@ -836,7 +840,7 @@ static PetscErrorCode SweepColour(Nonsmooth *ns, MPMSim sim, int colour, Vec vel
       ns->lambda[n * o + s] = r[s];
     }
     Physical(ns, o, bl, dl);
-    SpreadStress(ns, d, i, Fo, nodes, dl, inc);
+    SpreadStress(ns, d, i, Fo, dl, inc);
   }
   PetscCall(VecRestoreArray(ns->incl, &inc));
   PetscCall(MPMGhostLayersScatterAdd(&ns->gl, ns->incl, ns->fg));
@@ -878,17 +882,16 @@ static PetscErrorCode SweepColour(Nonsmooth *ns, MPMSim sim, int colour, Vec vel
     for (PetscInt k = c0; k < c1; k++) {
       PetscInt i[3];
       OwnedIndex(l, ns->col_node[k], i);
-      for (int s = 0; s < ns->nb; s++) Refresh(ns, sim, NeighbourIndex(bx, d, i, s), nodes, du, vel);
+      for (int s = 0; s < ns->nb; s++) Refresh(ns, sim, NeighbourIndex(bx, d, i, s), du, vel);
     }
-    for (PetscInt k = 0; k < ns->nrecv; k++) Refresh(ns, sim, ns->recv_loc[k], nodes, du, vel);
-    for (PetscInt k = 0; k < ns->nghost; k++) Refresh(ns, sim, ns->ghost[k], nodes, du, vel);
+    for (PetscInt k = 0; k < ns->nrecv; k++) Refresh(ns, sim, ns->recv_loc[k], du, vel);
+    for (PetscInt k = 0; k < ns->nghost; k++) Refresh(ns, sim, ns->ghost[k], du, vel);
     /* dynamic bodies: their velocity changes after every colour from the trial impulses of all
        nodes near them, summed in the box's order (as a pass over the whole box would) */
-    for (PetscInt k = 0; k < ns->nwall; k++) WallVelocity(ns, sim, ns->wall[k], nodes, du, PETSC_TRUE, vel);
+    for (PetscInt k = 0; k < ns->nwall; k++) WallVelocity(ns, sim, ns->wall[k], du, PETSC_TRUE, vel);
     PetscCall(VecRestoreArrayRead(ns->du->local, &du));
   }
   PetscCall(VecRestoreArray(vell, &vel));
-  PetscCall(VecRestoreArrayRead(ns->node->local, &nodes));
   PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
   PetscCall(MPMCollidersBodiesRelax(sim->colliders, sim->comm));
   PetscFunctionReturn(PETSC_SUCCESS);
@@ -995,8 +998,8 @@ static PetscErrorCode ApplyDelassus(Nonsmooth *ns, MPMSim sim, double *l, Vec in
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* U_j = gamma_j(l) = B_j u(l) + k_j: the velocities at every owned stress
- * node of the stresses l, with u(l) = u* + du(l) through the walls and
+/* U_j = gamma_j(l) = B_j u(l) + k_j: the velocities at every active owned
+ * stress node of the stresses l (the others' entries are not touched), with u(l) = u* + du(l) through the walls and
  * objects with their Coulomb friction (WallVelocities, the velocities the
  * Gauss-Seidel's nodes see), so that APGD's fixed points are Gauss-Seidel's.
  * The map is affine only where no wall contact changes state; the dynamic
@@ -1004,24 +1007,22 @@ static PetscErrorCode ApplyDelassus(Nonsmooth *ns, MPMSim sim, double *l, Vec in
 static PetscErrorCode ApplyOperator(Nonsmooth *ns, MPMSim sim, double *l, Vec vell, Vec incr, double *U)
 {
   const MPMLayout   *ly = &sim->layout;
-  const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof;
-  const PetscInt     nown = ly->xm[0] * ly->xm[1] * ly->xm[2];
+  const int          d = (int)sim->dim, fdof = (int)ns->forms->dof;
   const PetscScalar *F, *vel;
 
   PetscFunctionBeginUser;
   PetscCall(SpreadStresses(ns, sim, l, vell, incr));
   PetscCall(VecGetArrayRead(ns->forms->global, &F));
   PetscCall(VecGetArrayRead(vell, &vel));
-  for (PetscInt o = 0; o < nown; o++) {
-    const double *Fo = F + fdof * o;
-    double       *Uo = U + n * o, g[MPM_SYM_MAX];
-    PetscInt      i[3];
-    for (int s = 0; s < n; s++) Uo[s] = 0;
-    if (Fo[0] <= 0) continue;
+  for (PetscInt a = 0; a < ns->nact; a++) {
+    const PetscInt o  = ns->act[a];
+    const double  *Fo = F + fdof * o;
+    double         g[MPM_SYM_MAX];
+    PetscInt       i[3];
     OwnedIndex(ly, o, i);
     NodeStrainRateOf(ns, d, i, Fo, vel, g);
     g[0] += ns->k[o];
-    Physical(ns, o, g, Uo);
+    Physical(ns, o, g, U + ns->n * o);
   }
   PetscCall(VecRestoreArrayRead(vell, &vel));
   PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
@@ -1080,32 +1081,26 @@ static PetscErrorCode DelassusNorm(Nonsmooth *ns, MPMSim sim, PetscInt N, const 
 }
 
 /* The largest natural-map residual at lambda l with velocities U, over rho g L
- * or the largest nodal pressure (ResidualOver) */
+ * or the largest nodal pressure (ResidualOver).  U itself, not W l + (U - W l)
+ * as the Gauss-Seidel's Residual has it: the same to roundoff, without two
+ * products by W per node and iteration. */
 static PetscErrorCode ResidualAt(Nonsmooth *ns, MPMSim sim, const double *l, const double *U, double *res)
 {
-  const MPMLayout   *ly = &sim->layout;
-  const int          n = ns->n, fdof = (int)ns->forms->dof;
-  const PetscInt     nown = ly->xm[0] * ly->xm[1] * ly->xm[2];
-  const PetscScalar *F;
-  double             smax = 0;
+  const int n = ns->n;
+  double    smax = 0;
 
   PetscFunctionBeginUser;
   *res = 0;
-  PetscCall(VecGetArrayRead(ns->forms->global, &F));
-  for (PetscInt o = 0; o < nown; o++) {
-    const double *W = ns->W + n * n * o;
-    double        bl[MPM_SYM_MAX];
-    if (F[fdof * o] <= 0) continue;
-    for (int s = 0; s < n; s++) { /* u = W_jj l + bl = U */
-      bl[s] = U[n * o + s];
-      for (int c = 0; c < n; c++) bl[s] -= W[s * n + c] * l[n * o + c];
-    }
-    const double r = mpm_dcfp_residual(n, W, bl, ns->mu[o], l + n * o); /* once: PetscMax is a macro */
+  for (PetscInt a = 0; a < ns->nact; a++) {
+    const PetscInt o = ns->act[a];
+    const double  *W = ns->W + n * n * o;
+    double         tr = 0;
+    for (int s = 0; s < n; s++) tr += W[s * (n + 1)];
+    const double r = mpm_dcfp_residual_at(n, tr, ns->mu[o], l + n * o, U + n * o); /* once: PetscMax is a macro */
     const double s = NodePressure((int)sim->dim, l + n * o);
     *res           = PetscMax(*res, r);
     smax           = PetscMax(smax, s);
   }
-  PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
   PetscCall(ResidualOver(ns, sim, *res, smax, res));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -1123,28 +1118,36 @@ static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec vell, Vec incr, P
 {
   const MPMLayout *ly = &sim->layout;
   const int        n  = ns->n;
-  const PetscInt   N  = n * ly->xm[0] * ly->xm[1] * ly->xm[2];
-  double          *g, *y, *Ug, *Uy, *gn, *Ugn, *dsc, L, theta = 1, prev;
+  const PetscInt   N  = n * ly->xm[0] * ly->xm[1] * ly->xm[2], *act = ns->act;
+  double          *b[6], *g, *gp, *gn, *Ug, *Up, *Ugn, *dsc, L, theta = 1, beta = 0, prev;
 
   PetscFunctionBeginUser;
-  PetscCall(PetscMalloc7(N, &g, N, &y, N, &Ug, N, &Uy, N, &gn, N, &Ugn, N / n, &dsc));
+  /* g, gp, gn: this iterate, the one before and the next (Ug, Up, Ugn their
+     velocities), rotated rather than copied; only the active nodes' entries
+     are read or written after the warm start */
+  PetscCall(PetscCalloc7(N, &b[0], N, &b[1], N, &b[2], N, &b[3], N, &b[4], N, &b[5], N / n, &dsc));
+  g = b[0], gp = b[1], gn = b[2], Ug = b[3], Up = b[4], Ugn = b[5];
   NodeScales(ns, N / n, dsc);
   PetscCall(DelassusNorm(ns, sim, N, dsc, gn, Ugn, incr, &L));
   for (PetscInt k = 0; k < N; k += n) mpm_dcfp_project(n, ns->mu[k / n], ns->lambda + k, g + k); /* the warm start, inside the cone */
   PetscCall(ApplyOperator(ns, sim, g, vell, incr, Ug));
   PetscCall(ResidualAt(ns, sim, g, Ug, res));
   if (ns->monitor) PetscCall(PetscPrintf(sim->comm, "  %4d DCFP residual %e (warm start)\n", 0, *res));
-  PetscCall(PetscArraycpy(y, g, N));
-  PetscCall(PetscArraycpy(Uy, Ug, N));
   const double t = L > 0 ? 1.0 / (1.25 * L) : 0.0; /* the power iteration's estimate is from below; L = 0: no active node */
   for (*its = 0; *its < ns->max_it && *res > ns->tol && L > 0; (*its)++) {
-    double thn, beta;
+    double   *sw;
     PetscBool up;
-    for (PetscInt k = 0; k < N; k += n) {
-      double x[MPM_SYM_MAX], ut = 0;
-      for (int s = 1; s < n; s++) ut += Uy[k + s] * Uy[k + s];
+    for (PetscInt a = 0; a < ns->nact; a++) { /* gn = P(y - t_j (Uy + mu |Uy_T| e_N)), y = g + beta (g - gp) */
+      const PetscInt k = n * act[a];
+      double         x[MPM_SYM_MAX], y[MPM_SYM_MAX], Uy[MPM_SYM_MAX], ut = 0;
+      for (int s = 0; s < n; s++) {
+        y[s]  = *its == 0 ? g[k + s] : g[k + s] + beta * (g[k + s] - gp[k + s]);
+        Uy[s] = *its == 0 ? Ug[k + s] : Ug[k + s] + beta * (Ug[k + s] - Up[k + s]); /* exact where u is affine; near a wall that changes contact state a guess
+                                                                                         that moves only the path (evaluating u at y too gave the same step counts) */
+      }
+      for (int s = 1; s < n; s++) ut += Uy[s] * Uy[s];
       const double dj = dsc[k / n], tj = dj > 0 ? t / dj : 0.0;
-      for (int s = 0; s < n; s++) x[s] = y[k + s] - tj * (Uy[k + s] + (s == 0 ? ns->mu[k / n] * sqrt(ut) : 0.0));
+      for (int s = 0; s < n; s++) x[s] = y[s] - tj * (Uy[s] + (s == 0 ? ns->mu[k / n] * sqrt(ut) : 0.0));
       mpm_dcfp_project(n, ns->mu[k / n], x, gn + k);
     }
     PetscCall(ApplyOperator(ns, sim, gn, vell, incr, Ugn));
@@ -1159,19 +1162,15 @@ static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec vell, Vec incr, P
        steps at the 1,000 limit, against 165 and none without (until 2026-11-27 it
        was silently off: an inactive node's stale W block made its product NaN). */
     up = *res > prev;
-    thn  = 0.5 * theta * (sqrt(theta * theta + 4.0) - theta);
-    beta = up ? 0.0 : theta * (1.0 - theta) / (theta * theta + thn);
+    const double thn = 0.5 * theta * (sqrt(theta * theta + 4.0) - theta);
+    beta  = up ? 0.0 : theta * (1.0 - theta) / (theta * theta + thn);
     theta = up ? 1.0 : thn;
-    for (PetscInt k = 0; k < N; k++) {
-      y[k]  = gn[k] + beta * (gn[k] - g[k]);
-      Uy[k] = Ugn[k] + beta * (Ugn[k] - Ug[k]); /* exact where u is affine; near a wall that changes contact state a guess
-                                                   that moves only the path (evaluating u at y too gave the same step counts) */
-      g[k]  = gn[k];
-      Ug[k] = Ugn[k];
-    }
+    sw = gp, gp = g, g = gn, gn = sw;
+    sw = Up, Up = Ug, Ug = Ugn, Ugn = sw;
   }
-  PetscCall(PetscArraycpy(ns->lambda, g, N)); /* du and the bodies' velocities are those of g: its ApplyOperator came last */
-  PetscCall(PetscFree7(g, y, Ug, Uy, gn, Ugn, dsc));
+  PetscCall(PetscArraycpy(ns->lambda, b[0], N)); /* the inactive nodes: the projected warm start */
+  for (PetscInt a = 0; a < ns->nact; a++) PetscCall(PetscArraycpy(ns->lambda + n * act[a], g + n * act[a], n)); /* du and the bodies' velocities are those of g: its ApplyOperator came last */
+  PetscCall(PetscFree7(b[0], b[1], b[2], b[3], b[4], b[5], dsc));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -1474,8 +1473,8 @@ static PetscErrorCode NonsmoothDestroy(MPMIntegrator integ)
   if (!ns) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(PetscFree4(ns->W, ns->k, ns->mu, ns->lambda));
   PetscCall(PetscFree(ns->Ninv));
-  PetscCall(PetscFree(ns->col_node));
-  PetscCall(PetscFree2(ns->geo_at, ns->near_body));
+  PetscCall(PetscFree2(ns->col_node, ns->act));
+  PetscCall(PetscFree4(ns->geo_at, ns->near_body, ns->minv, ns->ustar));
   PetscCall(PetscFree2(ns->wall, ns->geo));
   PetscCall(PetscFree3(ns->ghost, ns->recv, ns->recv_loc));
   PetscCall(MPMGhostLayersDestroy(&ns->gl));

@@ -125,11 +125,10 @@ static void velocities(int n, const double *W, const double *b, double mu, const
   uh[0] += mu * norm_t(n, u);
 }
 
-/* F(r) = r - P_K(r - rho uh(r)); |F|^2 returned */
-static double natural_map(int n, const double *W, const double *b, double mu, double rho, const double *r, double *F, double *Jp, double *u)
+/* F = r - P_K(r - rho uh) for the modified velocity uh; |F|^2 returned */
+static double natural_map_uh(int n, double mu, double rho, const double *r, const double *uh, double *F, double *Jp)
 {
-  double uh[MPM_SYM_MAX], x[MPM_SYM_MAX], p[MPM_SYM_MAX], s = 0;
-  velocities(n, W, b, mu, r, u, uh);
+  double x[MPM_SYM_MAX] = {0}, p[MPM_SYM_MAX], s = 0; /* = {0}: GCC cannot see n >= 1 */
   for (int i = 0; i < n; i++) x[i] = r[i] - rho * uh[i];
   project_cone(n, mu, x, p, Jp);
   for (int i = 0; i < n; i++) {
@@ -139,6 +138,14 @@ static double natural_map(int n, const double *W, const double *b, double mu, do
   return s;
 }
 
+/* F(r) = r - P_K(r - rho uh(r)); |F|^2 returned */
+static double natural_map(int n, const double *W, const double *b, double mu, double rho, const double *r, double *F, double *Jp, double *u)
+{
+  double uh[MPM_SYM_MAX];
+  velocities(n, W, b, mu, r, u, uh);
+  return natural_map_uh(n, mu, rho, r, uh, F, Jp);
+}
+
 void mpm_dcfp_project(int n, double mu, const double *x, double *p) { project_cone(n, mu, x, p, NULL); }
 
 double mpm_dcfp_residual(int n, const double *W, const double *b, double mu, const double *r)
@@ -146,6 +153,14 @@ double mpm_dcfp_residual(int n, const double *W, const double *b, double mu, con
   double F[MPM_SYM_MAX], u[MPM_SYM_MAX], tr = 0;
   for (int i = 0; i < n; i++) tr += W[i * n + i];
   return sqrt(natural_map(n, W, b, mu, n / tr, r, F, NULL, u));
+}
+
+double mpm_dcfp_residual_at(int n, double trW, double mu, const double *r, const double *u)
+{
+  double F[MPM_SYM_MAX], uh[MPM_SYM_MAX];
+  memcpy(uh, u, sizeof(double) * (size_t)n);
+  uh[0] += mu * norm_t(n, u);
+  return sqrt(natural_map_uh(n, mu, n / trW, r, uh, F, NULL));
 }
 
 /* Solve A x = y (n x n, Gaussian elimination with partial pivoting);
