@@ -645,12 +645,12 @@ static void SpreadStress(const Nonsmooth *ns, int d, const PetscInt *i, const do
 }
 
 /* Every active node's lambda as it stands spread onto the velocity
- * nodes, dt/m chi(lambda) G_ji, summed on the owners and sent back to the
- * ghosts (whole-field exchanges: once per solve for the Gauss-Seidel's
- * warm start, onto du = 0; once per APGD operator application, and per
- * power iteration of DelassusNorm).  With vell, the velocities
+ * nodes, du = dt/m chi(lambda) G_ji, summed on the owners and sent back to
+ * the ghosts (whole-field exchanges: once per solve for the Gauss-Seidel's
+ * warm start; once per APGD operator application, and per power
+ * iteration of DelassusNorm).  With vell, the velocities
  * through the walls are then refreshed. */
-static PetscErrorCode SpreadAll(Nonsmooth *ns, MPMSim sim, Vec vell, Vec incr)
+static PetscErrorCode SpreadAll(Nonsmooth *ns, MPMSim sim, Vec vell)
 {
   const MPMLayout   *l = &sim->layout;
   const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof;
@@ -674,10 +674,9 @@ static PetscErrorCode SpreadAll(Nonsmooth *ns, MPMSim sim, Vec vell, Vec incr)
     SpreadStress(ns, d, i, Fo, dl, inc);
   }
   PetscCall(VecRestoreArray(incl, &inc));
-  PetscCall(MPMGhostScatterAddVec(ns->du, incl, incr));
+  PetscCall(MPMGhostScatterAddVec(ns->du, incl, ns->du->global)); /* du was 0: du = the sums */
   PetscCall(DMRestoreLocalVector(ns->du->da, &incl));
   PetscCall(VecRestoreArrayRead(ns->forms->global, &F));
-  PetscCall(VecAXPY(ns->du->global, 1.0, incr));
   PetscCall(MPMGhostGather(ns->du));
   if (vell) {
     PetscCall(WallVelocities(ns, sim, vell));
@@ -964,16 +963,15 @@ static PetscErrorCode Residual(Nonsmooth *ns, MPMSim sim, Vec vell, double *res)
 }
 
 /* -------------------------------------------------------------- APGD */
-/* du = dt M^-1 B^T l for the stresses l (not the solve's own lambda), from
- * du = 0; with vell, the velocities through the walls too (SpreadAll) */
-static PetscErrorCode SpreadStresses(Nonsmooth *ns, MPMSim sim, double *l, Vec vell, Vec incr)
+/* du = dt M^-1 B^T l for the stresses l (not the solve's own lambda);
+ * with vell, the velocities through the walls too (SpreadAll) */
+static PetscErrorCode SpreadStresses(Nonsmooth *ns, MPMSim sim, double *l, Vec vell)
 {
   double *keep = ns->lambda;
 
   PetscFunctionBeginUser;
-  PetscCall(VecZeroEntries(ns->du->global));
   ns->lambda = l;
-  PetscCall(SpreadAll(ns, sim, vell, incr));
+  PetscCall(SpreadAll(ns, sim, vell));
   ns->lambda = keep;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -982,7 +980,7 @@ static PetscErrorCode SpreadStresses(Nonsmooth *ns, MPMSim sim, double *l, Vec v
  * stresses l alone, du(l) = dt M^-1 B^T l (spread as the warm start is),
  * with the walls' frictionless projection P at u*: the linear part of the
  * operator, for its norm (DelassusNorm). */
-static PetscErrorCode ApplyDelassus(Nonsmooth *ns, MPMSim sim, double *l, Vec incr, double *U)
+static PetscErrorCode ApplyDelassus(Nonsmooth *ns, MPMSim sim, double *l, double *U)
 {
   const MPMLayout   *ly = &sim->layout;
   const int          d = (int)sim->dim, n = ns->n, fdof = (int)ns->forms->dof;
@@ -990,7 +988,7 @@ static PetscErrorCode ApplyDelassus(Nonsmooth *ns, MPMSim sim, double *l, Vec in
   const PetscScalar *F, *nodes, *du;
 
   PetscFunctionBeginUser;
-  PetscCall(SpreadStresses(ns, sim, l, NULL, incr));
+  PetscCall(SpreadStresses(ns, sim, l, NULL));
   PetscCall(VecGetArrayRead(ns->forms->global, &F));
   PetscCall(VecGetArrayRead(ns->node->local, &nodes));
   PetscCall(VecGetArrayRead(ns->du->local, &du));
@@ -1016,14 +1014,14 @@ static PetscErrorCode ApplyDelassus(Nonsmooth *ns, MPMSim sim, double *l, Vec in
  * Gauss-Seidel's nodes see), so that APGD's fixed points are Gauss-Seidel's.
  * The map is affine only where no wall contact changes state; the dynamic
  * bodies take one relaxation (MPMCollidersBodiesRelax) per application. */
-static PetscErrorCode ApplyOperator(Nonsmooth *ns, MPMSim sim, double *l, Vec vell, Vec incr, double *U)
+static PetscErrorCode ApplyOperator(Nonsmooth *ns, MPMSim sim, double *l, Vec vell, double *U)
 {
   const MPMLayout   *ly = &sim->layout;
   const int          d = (int)sim->dim, fdof = (int)ns->forms->dof;
   const PetscScalar *F, *vel;
 
   PetscFunctionBeginUser;
-  PetscCall(SpreadStresses(ns, sim, l, vell, incr));
+  PetscCall(SpreadStresses(ns, sim, l, vell));
   PetscCall(VecGetArrayRead(ns->forms->global, &F));
   PetscCall(VecGetArrayRead(vell, &vel));
   for (PetscInt a = 0; a < ns->nact; a++) {
@@ -1066,7 +1064,7 @@ static void NodeScales(const Nonsmooth *ns, PetscInt nown, double *dsc)
  * operator B P dt M^-1 B^T (symmetric positive semidefinite; N^-1 A N^-1
  * with anisotropic grains) and D the
  * nodes' scales, by power iteration: APGD's step is its inverse. */
-static PetscErrorCode DelassusNorm(Nonsmooth *ns, MPMSim sim, PetscInt N, const double *dsc, double *v, double *w, Vec incr, double *L)
+static PetscErrorCode DelassusNorm(Nonsmooth *ns, MPMSim sim, PetscInt N, const double *dsc, double *v, double *w, double *L)
 {
   const int n = ns->n;
   double    nrm;
@@ -1081,7 +1079,7 @@ static PetscErrorCode DelassusNorm(Nonsmooth *ns, MPMSim sim, PetscInt N, const 
       const double dj = dsc[k / n];
       v[k]            = dj > 0 ? v[k] / (sqrt(nrm) * sqrt(dj)) : 0.0;
     }
-    PetscCall(ApplyDelassus(ns, sim, v, incr, w));
+    PetscCall(ApplyDelassus(ns, sim, v, w));
     for (PetscInt k = 0; k < N; k++) {
       const double dj = dsc[k / n];
       w[k]            = dj > 0 ? w[k] / sqrt(dj) : 0.0;
@@ -1127,7 +1125,7 @@ static PetscErrorCode ResidualAt(Nonsmooth *ns, MPMSim sim, const double *l, con
  * restarts.  Every node moves together (a Jacobi-like iteration), so
  * nothing depends on an order; the rank count enters only through the
  * global sums' roundoff. */
-static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec vell, Vec incr, PetscInt *its, double *res)
+static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec vell, PetscInt *its, double *res)
 {
   const MPMLayout *ly = &sim->layout;
   const int        n  = ns->n;
@@ -1141,9 +1139,9 @@ static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec vell, Vec incr, P
   PetscCall(PetscCalloc7(N, &b[0], N, &b[1], N, &b[2], N, &b[3], N, &b[4], N, &b[5], N / n, &dsc));
   g = b[0], gp = b[1], gn = b[2], Ug = b[3], Up = b[4], Ugn = b[5];
   NodeScales(ns, N / n, dsc);
-  PetscCall(DelassusNorm(ns, sim, N, dsc, gn, Ugn, incr, &L));
+  PetscCall(DelassusNorm(ns, sim, N, dsc, gn, Ugn, &L));
   for (PetscInt k = 0; k < N; k += n) mpm_dcfp_project(n, ns->mu[k / n], ns->lambda + k, g + k); /* the warm start, inside the cone */
-  PetscCall(ApplyOperator(ns, sim, g, vell, incr, Ug));
+  PetscCall(ApplyOperator(ns, sim, g, vell, Ug));
   PetscCall(ResidualAt(ns, sim, g, Ug, res));
   if (ns->monitor) PetscCall(PetscPrintf(sim->comm, "  %4d DCFP residual %e (warm start)\n", 0, *res));
   const double t = L > 0 ? 1.0 / (1.25 * L) : 0.0; /* the power iteration's estimate is from below; L = 0: no active node */
@@ -1163,7 +1161,7 @@ static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec vell, Vec incr, P
       for (int s = 0; s < n; s++) x[s] = y[s] - tj * (Uy[s] + (s == 0 ? ns->mu[k / n] * sqrt(ut) : 0.0));
       mpm_dcfp_project(n, ns->mu[k / n], x, gn + k);
     }
-    PetscCall(ApplyOperator(ns, sim, gn, vell, incr, Ugn));
+    PetscCall(ApplyOperator(ns, sim, gn, vell, Ugn));
     prev = *res;
     PetscCall(ResidualAt(ns, sim, gn, Ugn, res));
     if (ns->monitor) PetscCall(PetscPrintf(sim->comm, "  %4" PetscInt_FMT " DCFP residual %e\n", *its + 1, *res));
@@ -1199,13 +1197,12 @@ static PetscErrorCode SolveDCFP(Nonsmooth *ns, MPMSim sim, PetscInt *its, double
   PetscCall(VecZeroEntries(ns->du->global));
   PetscCall(VecZeroEntries(ns->du->local));
   { /* the slabs (and the fields' layouts) may move between steps: a work Vec of this step's */
-    Vec incr, vel;
-    PetscCall(DMGetGlobalVector(ns->du->da, &incr));
+    Vec vel;
     PetscCall(DMGetLocalVector(ns->du->da, &vel));
     PetscCall(ColourSetUp(ns, sim)); /* the walls' geometry, for both solvers */
-    if (ns->solver == NS_SOLVER_APGD) PetscCall(SolveAPGD(ns, sim, vel, incr, its, res));
+    if (ns->solver == NS_SOLVER_APGD) PetscCall(SolveAPGD(ns, sim, vel, its, res));
     else {
-      PetscCall(SpreadAll(ns, sim, vel, incr)); /* the warm start's velocity change, from du = 0 */
+      PetscCall(SpreadAll(ns, sim, vel)); /* the warm start's velocity change */
       PetscCall(Residual(ns, sim, vel, res));
       if (ns->monitor) PetscCall(PetscPrintf(sim->comm, "  %4d DCFP residual %e (warm start)\n", 0, *res));
       for (*its = 0; *its < ns->max_it && *res > ns->tol; (*its)++) {
@@ -1215,7 +1212,6 @@ static PetscErrorCode SolveDCFP(Nonsmooth *ns, MPMSim sim, PetscInt *its, double
       }
     }
     PetscCall(DMRestoreLocalVector(ns->du->da, &vel));
-    PetscCall(DMRestoreGlobalVector(ns->du->da, &incr));
   }
   {
     double f = (double)*failsafe;

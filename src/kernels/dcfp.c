@@ -77,7 +77,7 @@ void mpm_chi_inverse(int dim, const double *T, double *r)
  * 2D (|Dev| = sqrt(J2) and r_N = Tr / 2 = p). */
 double mpm_dcfp_mu(int dim, double mu_hat) { return dim == 3 ? sqrt(2.0 / 3.0) * mu_hat : mu_hat; }
 
-static double norm_t(int n, const double *x)
+static inline __attribute__((always_inline)) double norm_t(int n, const double *x)
 {
   double s = 0;
   for (int i = 1; i < n; i++) s += x[i] * x[i];
@@ -85,7 +85,7 @@ static double norm_t(int n, const double *x)
 }
 
 /* P_K(x); with J not NULL, its (generalized) Jacobian, row-major n x n */
-static void project_cone(int n, double mu, const double *x, double *p, double *J)
+static inline __attribute__((always_inline)) void project_cone_n(const int n, double mu, const double *x, double *p, double *J)
 {
   const double xt = norm_t(n, x);
   if (J) memset(J, 0, sizeof(double) * (size_t)(n * n));
@@ -112,6 +112,15 @@ static void project_cone(int n, double mu, const double *x, double *p, double *J
     for (int i = 1; i < n; i++)
       for (int j = 0; j < n; j++) J[i * n + j] = mu * (J[j] * t[i] + (j > 0 ? pn * ((i == j) - t[i] * t[j]) / xt : 0.0));
   }
+}
+
+/* with n a constant in 3D and 2D: APGD projects every node twice a step
+ * (the same operations, unrolled) */
+static void project_cone(int n, double mu, const double *x, double *p, double *J)
+{
+  if (n == 6) project_cone_n(6, mu, x, p, J);
+  else if (n == 3) project_cone_n(3, mu, x, p, J);
+  else project_cone_n(n, mu, x, p, J);
 }
 
 /* u = W r + b and the modified velocity uh = u + mu |u_T| e_N */
