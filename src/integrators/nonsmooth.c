@@ -1049,13 +1049,15 @@ static PetscErrorCode GlobalDot(MPMSim sim, PetscInt N, const double *a, const d
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Per node scale of the gradient step: the mean diagonal of W_jj (0 for
- * inactive nodes: they never move); once per solve, W is fixed during it */
-static void NodeScales(const Nonsmooth *ns, PetscInt nown, double *dsc)
+/* Per node: the trace of W_jj (the residual's rho = n / tr) and the scale
+ * of the gradient step, its mean diagonal (0 for inactive nodes: they never
+ * move); once per solve, W is fixed during it */
+static void NodeScales(const Nonsmooth *ns, PetscInt nown, double *trW, double *dsc)
 {
   for (PetscInt o = 0; o < nown; o++) {
     double tr = 0;
     for (int s = 0; s < ns->n; s++) tr += ns->W[ns->n * ns->n * o + s * (ns->n + 1)];
+    trW[o] = tr;
     dsc[o] = tr > 0 ? tr / ns->n : 0.0;
   }
 }
@@ -1095,7 +1097,7 @@ static PetscErrorCode DelassusNorm(Nonsmooth *ns, MPMSim sim, PetscInt N, const 
  * or the largest nodal pressure (ResidualOver).  U itself, not W l + (U - W l)
  * as the Gauss-Seidel's Residual has it: the same to roundoff, without two
  * products by W per node and iteration. */
-static PetscErrorCode ResidualAt(Nonsmooth *ns, MPMSim sim, const double *l, const double *U, double *res)
+static PetscErrorCode ResidualAt(Nonsmooth *ns, MPMSim sim, const double *trW, const double *l, const double *U, double *res)
 {
   const int n = ns->n;
   double    smax = 0;
@@ -1104,10 +1106,7 @@ static PetscErrorCode ResidualAt(Nonsmooth *ns, MPMSim sim, const double *l, con
   *res = 0;
   for (PetscInt a = 0; a < ns->nact; a++) {
     const PetscInt o = ns->act[a];
-    const double  *W = ns->W + n * n * o;
-    double         tr = 0;
-    for (int s = 0; s < n; s++) tr += W[s * (n + 1)];
-    const double r = mpm_dcfp_residual_at(n, tr, ns->mu[o], l + n * o, U + n * o); /* once: PetscMax is a macro */
+    const double   r = mpm_dcfp_residual_at(n, trW[o], ns->mu[o], l + n * o, U + n * o); /* once: PetscMax is a macro */
     const double s = NodePressure((int)sim->dim, l + n * o);
     *res           = PetscMax(*res, r);
     smax           = PetscMax(smax, s);
@@ -1130,19 +1129,20 @@ static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec vell, PetscInt *i
   const MPMLayout *ly = &sim->layout;
   const int        n  = ns->n;
   const PetscInt   N  = n * ly->xm[0] * ly->xm[1] * ly->xm[2], *act = ns->act;
-  double          *b[6], *g, *gp, *gn, *Ug, *Up, *Ugn, *dsc, L, theta = 1, beta = 0, prev;
+  double          *b[6], *g, *gp, *gn, *Ug, *Up, *Ugn, *dsc, *trW, L, theta = 1, beta = 0, prev;
 
   PetscFunctionBeginUser;
   /* g, gp, gn: this iterate, the one before and the next (Ug, Up, Ugn their
      velocities), rotated rather than copied; only the active nodes' entries
      are read or written after the warm start */
   PetscCall(PetscCalloc7(N, &b[0], N, &b[1], N, &b[2], N, &b[3], N, &b[4], N, &b[5], N / n, &dsc));
+  PetscCall(PetscMalloc1(N / n, &trW));
   g = b[0], gp = b[1], gn = b[2], Ug = b[3], Up = b[4], Ugn = b[5];
-  NodeScales(ns, N / n, dsc);
+  NodeScales(ns, N / n, trW, dsc);
   PetscCall(DelassusNorm(ns, sim, N, dsc, gn, Ugn, &L));
   for (PetscInt k = 0; k < N; k += n) mpm_dcfp_project(n, ns->mu[k / n], ns->lambda + k, g + k); /* the warm start, inside the cone */
   PetscCall(ApplyOperator(ns, sim, g, vell, Ug));
-  PetscCall(ResidualAt(ns, sim, g, Ug, res));
+  PetscCall(ResidualAt(ns, sim, trW, g, Ug, res));
   if (ns->monitor) PetscCall(PetscPrintf(sim->comm, "  %4d DCFP residual %e (warm start)\n", 0, *res));
   const double t = L > 0 ? 1.0 / (1.25 * L) : 0.0; /* the power iteration's estimate is from below; L = 0: no active node */
   for (*its = 0; *its < ns->max_it && *res > ns->tol && L > 0; (*its)++) {
@@ -1151,7 +1151,7 @@ static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec vell, PetscInt *i
     for (PetscInt a = 0; a < ns->nact; a++) { /* gn = P(y - t_j (Uy + mu |Uy_T| e_N)), y = g + beta (g - gp) */
       const PetscInt k = n * act[a];
       double         x[MPM_SYM_MAX], y[MPM_SYM_MAX], Uy[MPM_SYM_MAX], ut = 0;
-      for (int s = 0; s < n; s++) {
+      for (int s = 0; s < n; s++) { /* the first step from g itself (g + 0 (g - gp) would turn a -0 into +0) */
         y[s]  = *its == 0 ? g[k + s] : g[k + s] + beta * (g[k + s] - gp[k + s]);
         Uy[s] = *its == 0 ? Ug[k + s] : Ug[k + s] + beta * (Ug[k + s] - Up[k + s]); /* exact where u is affine; near a wall that changes contact state a guess
                                                                                          that moves only the path (evaluating u at y too gave the same step counts) */
@@ -1163,7 +1163,7 @@ static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec vell, PetscInt *i
     }
     PetscCall(ApplyOperator(ns, sim, gn, vell, Ugn));
     prev = *res;
-    PetscCall(ResidualAt(ns, sim, gn, Ugn, res));
+    PetscCall(ResidualAt(ns, sim, trW, gn, Ugn, res));
     if (ns->monitor) PetscCall(PetscPrintf(sim->comm, "  %4" PetscInt_FMT " DCFP residual %e\n", *its + 1, *res));
     /* Restart when the residual grew.  The stress is statically indeterminate (W
        singular), and momentum along its null space made the first steps of a
@@ -1182,6 +1182,7 @@ static PetscErrorCode SolveAPGD(Nonsmooth *ns, MPMSim sim, Vec vell, PetscInt *i
   PetscCall(PetscArraycpy(ns->lambda, b[0], N)); /* the inactive nodes: the projected warm start */
   for (PetscInt a = 0; a < ns->nact; a++) PetscCall(PetscArraycpy(ns->lambda + n * act[a], g + n * act[a], n)); /* du and the bodies' velocities are those of g: its ApplyOperator came last */
   PetscCall(PetscFree7(b[0], b[1], b[2], b[3], b[4], b[5], dsc));
+  PetscCall(PetscFree(trW));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

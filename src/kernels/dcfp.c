@@ -123,15 +123,21 @@ static void project_cone(int n, double mu, const double *x, double *p, double *J
   else project_cone_n(n, mu, x, p, J);
 }
 
-/* u = W r + b and the modified velocity uh = u + mu |u_T| e_N */
+/* De Saxce's modified velocity uh = u + mu |u_T| e_N */
+static void modified_velocity(int n, double mu, const double *u, double *uh)
+{
+  memcpy(uh, u, sizeof(double) * (size_t)n);
+  uh[0] += mu * norm_t(n, u);
+}
+
+/* u = W r + b and its modified velocity uh */
 static void velocities(int n, const double *W, const double *b, double mu, const double *r, double *u, double *uh)
 {
   for (int i = 0; i < n; i++) {
     u[i] = b[i];
     for (int j = 0; j < n; j++) u[i] += W[i * n + j] * r[j];
   }
-  memcpy(uh, u, sizeof(double) * (size_t)n);
-  uh[0] += mu * norm_t(n, u);
+  modified_velocity(n, mu, u, uh);
 }
 
 /* F = r - P_K(r - rho uh) for the modified velocity uh; |F|^2 returned */
@@ -167,8 +173,7 @@ double mpm_dcfp_residual(int n, const double *W, const double *b, double mu, con
 double mpm_dcfp_residual_at(int n, double trW, double mu, const double *r, const double *u)
 {
   double F[MPM_SYM_MAX], uh[MPM_SYM_MAX];
-  memcpy(uh, u, sizeof(double) * (size_t)n);
-  uh[0] += mu * norm_t(n, u);
+  modified_velocity(n, mu, u, uh);
   return sqrt(natural_map_uh(n, mu, n / trW, r, uh, F, NULL));
 }
 
