@@ -1,5 +1,5 @@
-/* Grid fields on the slab layout (src/core/gridfield.c): after the slabs
- * move (load balancing), every grid field is rebuilt on the new layout and
+/* Grid fields on the layout, slabs or blocks (src/core/gridfield.c): after
+ * the parts move (load balancing), every grid field is rebuilt on the new layout and
  * a persistent one keeps every node value, wherever the node now lives;
  * written to a checkpoint file and read back on yet another layout, it is
  * the same again (src/io/checkpoint.c).  The ghost-layer verbs of
@@ -112,7 +112,7 @@ int main(int argc, char **argv)
 {
   MPMSim        sim;
   MPMGridField *keep, *scratch;
-  PetscInt     *start;
+  PetscInt     *start[3];
   double        bad[5] = {0, 0, 0, 0, 0};
   MPMH5File     F;
   PetscBool     ok;
@@ -130,11 +130,14 @@ int main(int argc, char **argv)
   PetscCall(Fill(sim, keep));
   PetscCall(Check(sim, keep, &bad[0]));
   PetscCall(CheckLayers(sim, keep, &bad[3]));
-  /* new slabs: the first ranks thin (2 planes each), the last takes the rest */
-  PetscCall(PetscMalloc1(sim->size + 1, &start));
-  for (PetscMPIInt r = 0; r < sim->size; r++) start[r] = 2 * r;
-  start[sim->size] = sim->layout.N[sim->layout.slab_axis];
-  PetscCall(MPMLayoutSetSlabs(sim, start));
+  /* new parts along every cut axis: the first thin (2 planes each), the last takes the rest */
+  for (PetscInt a = 0; a < 3; a++) {
+    const PetscInt P = sim->layout.parts[a];
+    PetscCall(PetscMalloc1(P + 1, &start[a]));
+    for (PetscInt r = 0; r < P; r++) start[a][r] = 2 * r;
+    start[a][P] = sim->layout.N[a];
+  }
+  PetscCall(MPMLayoutSetParts(sim, start));
   PetscCall(MPMGridFieldsRebuild(sim));
   PetscCall(Check(sim, keep, &bad[1]));
   PetscCall(CheckLayers(sim, keep, &bad[4])); /* thin slabs: a node can be a ghost on two other ranks */
@@ -146,8 +149,9 @@ int main(int argc, char **argv)
   PetscCall(MPMCheckpointGridFieldsWrite(sim, &F));
   PetscCall(MPMH5Close(&F));
   PetscCall(VecZeroEntries(keep->global));
-  for (PetscMPIInt r = 1; r < sim->size; r++) start[r] = start[sim->size] - 2 * (sim->size - r);
-  PetscCall(MPMLayoutSetSlabs(sim, start));
+  for (PetscInt a = 0; a < 3; a++)
+    for (PetscInt r = 1, P = sim->layout.parts[a]; r < P; r++) start[a][r] = start[a][P] - 2 * (P - r);
+  PetscCall(MPMLayoutSetParts(sim, start));
   PetscCall(MPMGridFieldsRebuild(sim));
   PetscCall(MPMH5Open(PETSC_COMM_WORLD, path, &F, &ok));
   PetscCheck(ok, PETSC_COMM_WORLD, PETSC_ERR_FILE_OPEN, "Cannot read back %s", path);
@@ -155,15 +159,15 @@ int main(int argc, char **argv)
   PetscCall(MPMH5Close(&F));
   PetscCall(Check(sim, keep, &bad[2]));
   PetscCall(MPMGlobalSum(PETSC_COMM_WORLD, bad, 5));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%d ranks, slab axis %c: wrong entries before moving the slabs %g, after %g, after a checkpoint read on other slabs %g\n", sim->size,
-                        "xyz"[sim->layout.slab_axis], bad[0], bad[1], bad[2]));
-  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%d ranks: ghost-layer gather and scatter-add against the full exchange, wrong entries: equal slabs %g, thin slabs %g\n", sim->size, bad[3], bad[4]));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%d ranks as %" PetscInt_FMT " x %" PetscInt_FMT " x %" PetscInt_FMT ": wrong entries before moving the parts %g, after %g, after a checkpoint read on other parts %g\n", sim->size,
+                        sim->layout.parts[0], sim->layout.parts[1], sim->layout.parts[2], bad[0], bad[1], bad[2]));
+  PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%d ranks: ghost-layer gather and scatter-add against the full exchange, wrong entries: equal parts %g, thin parts %g\n", sim->size, bad[3], bad[4]));
   {
     int passed = 0;
     for (int k = 0; k < 5; k++) passed += bad[k] == 0;
     PetscCall(PetscPrintf(PETSC_COMM_WORLD, "%d passed, %d failed\n", passed, 5 - passed));
   }
-  PetscCall(PetscFree(start));
+  for (PetscInt a = 0; a < 3; a++) PetscCall(PetscFree(start[a]));
   PetscCall(MPMDestroy(&sim));
   PetscCall(PetscFinalize());
   return bad[0] != 0 || bad[1] != 0 || bad[2] != 0 || bad[3] != 0 || bad[4] != 0;

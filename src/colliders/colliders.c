@@ -175,14 +175,15 @@ PetscErrorCode MPMCollidersCreate(MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The world interval of rank r's slab along the slab axis, unbounded at
- * the first and last slab (they take the grid's padding and beyond). */
+/* The world interval of rank r's slab (or block) along the slab axis (for
+ * blocks, the axis cut into the most parts), unbounded at the first and
+ * last part (they take the grid's padding and beyond). */
 void MPMCollidersSlabInterval(const MPMSim sim, PetscInt r, double *lo, double *hi)
 {
   const MPMLayout *l = &sim->layout;
-  const PetscInt   a = l->slab_axis;
-  *lo              = r == 0 ? -INFINITY : l->box.origin[a] + l->h * l->slab_start[r];
-  *hi              = r == sim->size - 1 ? INFINITY : l->box.origin[a] + l->h * l->slab_start[r + 1];
+  const PetscInt   a = l->slab_axis, c = MPMLayoutRankCoord(l, (PetscMPIInt)r, a);
+  *lo                = c == 0 ? -INFINITY : l->box.origin[a] + l->h * l->start[a][c];
+  *hi                = c == l->parts[a] - 1 ? INFINITY : l->box.origin[a] + l->h * l->start[a][c + 1];
 }
 
 /* The lattice an object's picture is traced on: the domain cut to the

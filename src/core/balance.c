@@ -1,4 +1,4 @@
-/* Dynamic load balancing of the slabs.
+/* Dynamic load balancing of the slabs (or blocks).
  *
  * A rank's work per step is its particles plus its grid nodes, the nodes
  * weighted by -balance_node_cost particle-equivalents: a node costs little
@@ -19,7 +19,14 @@
  * the work quantiles of that count.  On even slabs a sand column at one end
  * of a long box starts on one rank and rebalances at the first step, a
  * migration of half the particles (0.63 s of an 8.8 s, 45-step run of 1M
- * particles on 2 ranks, docs/scaling.md). */
+ * particles on 2 ranks, docs/scaling.md).
+ *
+ * Blocks are balanced the same way along each cut axis at once, from the
+ * work of the axis's planes (the marginal work): a DMDA's parts are the
+ * tensor product of one cut per axis, so a part cannot follow the mass
+ * column by column as a recursive bisection would; where the mass is one
+ * compact heap this balances as well, where it is two heaps far apart
+ * (diagonally) it cannot. */
 #include "core.h"
 
 PetscErrorCode MPMBalanceSetUp(MPMSim sim)
@@ -63,44 +70,42 @@ double MPMBalanceImbalance(const MPMSim sim, const MPMStepReduction *red)
   return total > 0 ? red->wmax * sim->size / total : 1.0;
 }
 
-/* Work per node plane along the slab axis, summed over all ranks: the
- * particles in the plane (this rank's in hist) plus the weighted nodes of
- * the plane. */
+/* Work per node plane along each cut axis (parts > 1), summed over all
+ * ranks: the particles in the plane (this rank's in hist) plus the
+ * weighted nodes of the plane.  hist and work hold the axes one after the
+ * other (N[0] + N[1] + N[2] planes, MPMLayoutPlanes). */
 static PetscErrorCode PlaneWorkFrom(MPMSim sim, int64_t *hist, double *work)
 {
   const MPMLayout *g = &sim->layout;
-  const PetscInt   N = g->N[g->slab_axis];
-  const double     face = NodesIn(g->N, sim->dim) / (double)N;
+  const PetscInt   NT = MPMLayoutPlanes(g, 3);
 
   PetscFunctionBeginUser;
-  PetscCall(MPMGlobalSumInt64(sim->comm, hist, N));
-  for (PetscInt c = 0; c < N; c++) work[c] = (double)hist[c] + sim->balance_node_cost * face;
+  PetscCall(MPMGlobalSumInt64(sim->comm, hist, NT));
+  for (PetscInt a = 0, o = 0; a < 3; o += g->N[a], a++) {
+    const double face = NodesIn(g->N, sim->dim) / (double)g->N[a];
+    for (PetscInt c = 0; c < g->N[a]; c++) work[o + c] = (double)hist[o + c] + sim->balance_node_cost * face;
+  }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 static PetscErrorCode PlaneWork(MPMSim sim, double *work)
 {
   const MPMLayout *g = &sim->layout;
-  const PetscInt   N = g->N[g->slab_axis];
   int64_t         *hist;
 
   PetscFunctionBeginUser;
-  PetscCall(PetscCalloc1(N, &hist));
+  PetscCall(PetscCalloc1(MPMLayoutPlanes(g, 3), &hist));
   for (PetscInt s = 0; s < sim->nspecies; s++) {
     const MPMParticles *p = &sim->species[s]->p;
-    const double       *x = MPMFieldReal(p, p->f_x);
-    for (PetscInt q = 0; q < p->n; q++) {
-      const PetscInt cell = MPMLayoutParticleCell(g, x + q * sim->dim); /* once: PetscClipInterval is a macro */
-      hist[PetscClipInterval(cell, 0, N - 1)]++;
-    }
+    MPMLayoutPlaneCount(g, p->n, MPMFieldReal(p, p->f_x), hist);
   }
   PetscCall(PlaneWorkFrom(sim, hist, work));
   PetscCall(PetscFree(hist));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* max/mean of the slabs' work. */
-static double SlabImbalance(const double *work, const PetscInt *start, PetscInt P)
+/* max/mean of the parts' work along one axis. */
+static double PartImbalance(const double *work, const PetscInt *start, PetscInt P)
 {
   double total = 0, wmax = 0;
   for (PetscInt r = 0; r < P; r++) {
@@ -112,9 +117,22 @@ static double SlabImbalance(const double *work, const PetscInt *start, PetscInt 
   return total > 0 ? wmax * P / total : 1.0;
 }
 
-/* Slab r starts at the first plane where the cumulative work reaches r/P
- * of the total; every slab keeps at least 2 planes (the ghost width). */
-static void QuantileSlabs(const double *work, PetscInt N, PetscInt P, PetscInt *start)
+/* The largest of PartImbalance over the cut axes (slabs: the slab's; for
+ * blocks an estimate from the marginal work of each axis). */
+static double Imbalance(const MPMLayout *g, const double *work, PetscInt *const start[3])
+{
+  double imb = 1.0;
+  for (PetscInt a = 0; a < 3; a++)
+    if (g->parts[a] > 1) {
+      const double i = PartImbalance(work + MPMLayoutPlanes(g, a), start[a], g->parts[a]); /* once: PetscMax is a macro */
+      imb            = PetscMax(imb, i);
+    }
+  return imb;
+}
+
+/* Part r starts at the first plane where the cumulative work reaches r/P
+ * of the total; every part keeps at least 2 planes (the ghost width). */
+static void QuantileParts(const double *work, PetscInt N, PetscInt P, PetscInt *start)
 {
   double total = 0, cum = 0;
   for (PetscInt c = 0; c < N; c++) total += work[c];
@@ -126,6 +144,29 @@ static void QuantileSlabs(const double *work, PetscInt N, PetscInt P, PetscInt *
   }
   for (PetscInt r = 1; r < P; r++) start[r] = PetscMax(start[r], start[r - 1] + 2);
   for (PetscInt r = P - 1; r > 0; r--) start[r] = PetscMin(start[r], start[r + 1] - 2);
+}
+
+/* Every cut axis at its work quantiles (the blocks are the tensor
+ * product of the axes' cuts: a DMDA's ownership); *moved if any start
+ * changed. */
+static PetscErrorCode QuantileLayout(const MPMLayout *g, const double *work, PetscInt *start[3], PetscBool *moved)
+{
+  PetscFunctionBeginUser;
+  *moved = PETSC_FALSE;
+  for (PetscInt a = 0; a < 3; a++) {
+    PetscCall(PetscMalloc1(g->parts[a] + 1, &start[a]));
+    if (g->parts[a] > 1) QuantileParts(work + MPMLayoutPlanes(g, a), g->N[a], g->parts[a], start[a]);
+    else start[a][0] = 0, start[a][1] = g->N[a];
+    for (PetscInt r = 0; r <= g->parts[a]; r++) *moved = *moved || start[a][r] != g->start[a][r];
+  }
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+static PetscErrorCode FreeStarts(PetscInt *start[3])
+{
+  PetscFunctionBeginUser;
+  for (PetscInt a = 0; a < 3; a++) PetscCall(PetscFree(start[a]));
+  PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* MPMMigrate, and what it moved: *mb megabytes sent in all, *gbs the rate
@@ -149,21 +190,18 @@ static PetscErrorCode MigrateMeasured(MPMSim sim, MPMStepReduction *red, double 
 static PetscErrorCode Rebalance(MPMSim sim, PetscBool *moved)
 {
   MPMLayout       *g = &sim->layout;
-  const PetscInt   N = g->N[g->slab_axis], P = sim->size;
   double          *work;
-  PetscInt        *start;
+  PetscInt        *start[3];
   MPMStepReduction red;
   const double     before = sim->imbalance;
 
   PetscFunctionBeginUser;
-  PetscCall(PetscMalloc2(N, &work, P + 1, &start));
+  PetscCall(PetscMalloc1(MPMLayoutPlanes(g, 3), &work));
   PetscCall(PlaneWork(sim, work));
-  QuantileSlabs(work, N, P, start);
-  *moved = PETSC_FALSE;
-  for (PetscInt r = 0; r <= P; r++) *moved = *moved || start[r] != g->slab_start[r];
+  PetscCall(QuantileLayout(g, work, start, moved));
   if (*moved) {
     double mb = 0, gbs = 0;
-    PetscCall(MPMLayoutSetSlabs(sim, start));
+    PetscCall(MPMLayoutSetParts(sim, start));
     PetscCall(MPMGridFieldsRebuild(sim));
     PetscCall(MigrateMeasured(sim, &red, &mb, &gbs));
     red.wmax  = MPMBalanceRankWork(sim);
@@ -178,43 +216,44 @@ static PetscErrorCode Rebalance(MPMSim sim, PetscBool *moved)
     PetscCall(PetscPrintf(sim->comm, "rebalanced at step %" PetscInt_FMT ": work per rank max/mean %.3f -> %.3f (%.3g MB of particles moved, %.3g GB/s on the slowest rank)\n", sim->step, before,
                           sim->imbalance, mb, gbs));
   }
-  PetscCall(PetscFree2(work, start));
+  PetscCall(FreeStarts(start));
+  PetscCall(PetscFree(work));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* The slabs at the work quantiles before the run starts: of the particles
- * the regions will seed (counted per plane on the even slabs, none made),
+/* The parts at the work quantiles before the run starts: of the particles
+ * the regions will seed (counted per plane on the even parts, none made),
  * or, restarting on another rank count, of the checkpoint's particles
  * (read, not yet migrated).  Not with -balance_initial false. */
 PetscErrorCode MPMBalanceInitial(MPMSim sim, PetscBool restart)
 {
   const MPMLayout *g = &sim->layout;
-  const PetscInt   N = g->N[g->slab_axis], P = sim->size;
   int64_t         *hist = NULL;
   double          *work, before, after;
-  PetscInt        *start;
+  PetscInt        *start[3];
   PetscBool        moved = PETSC_FALSE;
 
   PetscFunctionBeginUser;
-  if (!sim->balance_initial || sim->balance_threshold == 0 || P == 1) PetscFunctionReturn(PETSC_SUCCESS);
+  if (!sim->balance_initial || sim->balance_threshold == 0 || sim->size == 1) PetscFunctionReturn(PETSC_SUCCESS);
   PetscCall(PetscLogEventBegin(MPM_EVENT_BALANCE, 0, 0, 0, 0));
-  PetscCall(PetscMalloc2(N, &work, P + 1, &start));
+  PetscCall(PetscMalloc1(MPMLayoutPlanes(g, 3), &work));
   if (restart) PetscCall(PlaneWork(sim, work));
   else {
-    PetscCall(PetscCalloc1(N, &hist));
+    PetscCall(PetscCalloc1(MPMLayoutPlanes(g, 3), &hist));
     PetscCall(MPMRegionsPlaneCounts(sim, hist));
     PetscCall(PlaneWorkFrom(sim, hist, work));
   }
-  QuantileSlabs(work, N, P, start);
-  before = SlabImbalance(work, g->slab_start, P);
-  after  = SlabImbalance(work, start, P);
-  for (PetscInt r = 0; r <= P; r++) moved = moved || start[r] != g->slab_start[r];
+  PetscCall(QuantileLayout(g, work, start, &moved));
+  before = Imbalance(g, work, g->start);
+  after  = Imbalance(g, work, start);
   if (moved && after < before) {
-    PetscCall(MPMLayoutSetSlabs(sim, start));
+    PetscCall(MPMLayoutSetParts(sim, start));
     PetscCall(MPMGridFieldsRebuild(sim));
-    PetscCall(PetscPrintf(sim->comm, "slabs placed on the %s work: max/mean %.3f (even slabs: %.3f)\n", restart ? "checkpoint's" : "seeded", after, before));
+    PetscCall(PetscPrintf(sim->comm, "%s placed on the %s work: max/mean %.3f (even %s: %.3f)\n", g->decomposition == MPM_DECOMP_SLABS ? "slabs" : "blocks", restart ? "checkpoint's" : "seeded", after,
+                          g->decomposition == MPM_DECOMP_SLABS ? "slabs" : "blocks", before));
   }
-  PetscCall(PetscFree2(work, start));
+  PetscCall(FreeStarts(start));
+  PetscCall(PetscFree(work));
   PetscCall(PetscFree(hist));
   PetscCall(PetscLogEventEnd(MPM_EVENT_BALANCE, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);

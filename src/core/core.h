@@ -60,19 +60,27 @@ extern PetscLogEvent MPM_EVENT_P2G, MPM_EVENT_GRID_UPDATE, MPM_EVENT_G2P, MPM_EV
   MPM_EVENT_NEIGHBOURS, MPM_EVENT_CONTACTS, MPM_EVENT_LINEARIZE;
 PetscErrorCode MPMLogEventsRegister(void);
 
-/* ------------------------------------------------------- the slab layout */
-/* The background grid's geometry and its decomposition into slabs along one
- * axis, shared by every grid field.  The grid is padded by `pad` cells
- * around the physical domain so that the kernel stencil of any particle
- * within one cell of the domain stays on the grid. */
+/* ------------------------------------------------------------ the layout */
+/* The background grid's geometry and its decomposition, shared by every
+ * grid field.  The grid is padded by `pad` cells around the physical
+ * domain so that the kernel stencil of any particle within one cell of the
+ * domain stays on the grid.  The ranks form a parts[0] x parts[1] x
+ * parts[2] grid (PETSc's DMDA order: rank = c0 + p0 (c1 + p1 c2)); along
+ * axis a, part c owns the node planes [start[a][c], start[a][c+1]) and the
+ * particles in those cells.  -decomposition slabs (the default) cuts one
+ * axis only; blocks cut two or three. */
+typedef enum { MPM_DECOMP_SLABS, MPM_DECOMP_BLOCKS } MPMDecomposition;
+
 typedef struct {
   PetscInt   dim, order, pad;
   PetscInt   N[3];            /* nodes per axis, padding included */
   PetscInt   cells[3];        /* cells per axis inside the domain */
   double     h, lo[3], hi[3]; /* cell size, physical domain [m] */
-  PetscInt   slab_axis, nslab;
-  PetscInt  *slab_start;      /* nslab+1 entries: first node plane of each rank's slab */
-  PetscInt   own_lo, own_hi;  /* this rank's node planes (and particle cells) along the slab axis */
+  PetscInt   decomposition;   /* MPMDecomposition */
+  PetscInt   slab_axis;       /* slabs: the axis cut; blocks: the axis cut into the most parts (still meshes are sliced along it) */
+  PetscInt   parts[3];        /* ranks along each axis; their product is the rank count */
+  PetscInt  *start[3];        /* parts[a]+1 entries each: the first node plane of each part along axis a */
+  PetscInt   coord[3];        /* this rank's part along each axis */
   PetscInt   xs[3], xm[3];    /* owned node box */
   MPMGridBox box;             /* ghosted node box (dof 1): particle cells and sorting */
 } MPMLayout;
@@ -80,17 +88,51 @@ typedef struct {
 #define MPM_GHOST_WIDTH 2 /* the stencil of a particle in the last owned cell reaches 2 nodes past it */
 
 PetscErrorCode MPMLayoutSetUp(MPMSim sim);
-PetscErrorCode MPMLayoutSetSlabs(MPMSim sim, const PetscInt *start);
+PetscErrorCode MPMLayoutSetParts(MPMSim sim, PetscInt *const start[3]);
 PetscErrorCode MPMLayoutDestroy(MPMLayout *l);
-PetscInt       MPMLayoutSlabOwner(const MPMLayout *l, PetscInt cell);
+/* The rank that owns cell c (one index per axis; axes with one part are not read). */
+PetscMPIInt    MPMLayoutOwner(const MPMLayout *l, const PetscInt *c);
+/* Part c's coordinate along axis a of rank r. */
+static inline PetscInt MPMLayoutRankCoord(const MPMLayout *l, PetscMPIInt r, PetscInt a)
+{
+  PetscInt stride = 1;
+  for (PetscInt b = 0; b < a; b++) stride *= l->parts[b];
+  return ((PetscInt)r / stride) % l->parts[a];
+}
 /* Position of owned node n (node-major in the owned box: x fastest). */
 void           MPMLayoutOwnedNodeX(const MPMLayout *l, PetscInt n, double *x);
 
-/* The cell of x along the slab axis: the particle's owner is the slab that
- * holds it.  Inline, as the per-step migration asks it of every particle. */
-static inline PetscInt MPMLayoutParticleCell(const MPMLayout *l, const double *x)
+/* The cell of x along axis a: a particle's owner is the part that holds
+ * its cell along every cut axis. */
+static inline PetscInt MPMLayoutParticleCell(const MPMLayout *l, PetscInt a, const double *x)
 {
-  return (PetscInt)mpm_cell_index(&l->box, (int)l->slab_axis, x[l->slab_axis]);
+  return (PetscInt)mpm_cell_index(&l->box, (int)a, x[a]);
+}
+
+/* Planes of the axes before a, one after the other (a = 3: all of them):
+ * the offset of axis a in a per-plane histogram of every axis. */
+static inline PetscInt MPMLayoutPlanes(const MPMLayout *l, PetscInt a)
+{
+  PetscInt o = 0;
+  for (PetscInt b = 0; b < a; b++) o += l->N[b];
+  return o;
+}
+/* hist[MPMLayoutPlanes(a) + plane] += the particles at x (n of them) in
+ * each node plane of every cut axis (clamped to the grid). */
+void MPMLayoutPlaneCount(const MPMLayout *l, PetscInt n, const double *x, int64_t *hist);
+
+/* -1 if this rank owns x, else its owner.  Inline, as the per-step
+ * migration asks it of every particle; only the cut axes are read. */
+static inline PetscMPIInt MPMLayoutOwnerOf(const MPMLayout *l, const double *x)
+{
+  PetscInt  c[3] = {0, 0, 0};
+  PetscBool away = PETSC_FALSE;
+  for (PetscInt a = 0; a < l->dim; a++) {
+    if (l->parts[a] == 1) continue;
+    c[a] = MPMLayoutParticleCell(l, a, x);
+    away = away || c[a] < l->xs[a] || c[a] >= l->xs[a] + l->xm[a];
+  }
+  return away ? MPMLayoutOwner(l, c) : -1;
 }
 
 /* A particle is inside while its kernel stencil stays on the padded grid:
@@ -525,9 +567,9 @@ PetscErrorCode MPMGhostLayersDestroy(MPMGhostLayers *gl);
 PetscErrorCode MPMGhostLayersGather(MPMGhostLayers *gl, Vec global, Vec local);
 PetscErrorCode MPMGhostLayersScatterAdd(MPMGhostLayers *gl, Vec local, Vec global);
 /* Particle halos (-integrator pbd): read-only copies, on other ranks, of
- * the particles within a reach of those ranks' particles along the slab
- * axis.  MPMHaloSetUp decides who gets what (one Allgather of every rank's
- * span, one Alltoall of counts); MPMHaloForward sends any per-particle
+ * the particles within a reach of those ranks' particles along the cut
+ * axes.  MPMHaloSetUp decides who gets what (one Allgather of every rank's
+ * bounding box, one Alltoall of counts); MPMHaloForward sends any per-particle
  * record from the owners to the copies (point to point, to the ranks that
  * need it), at once or as Begin/End around computation that does not need
  * the copies.  Zero-initialize before the first set-up. */

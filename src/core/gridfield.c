@@ -1,39 +1,39 @@
-/* Grid fields: node values on the slab layout, one PETSc DMDA each (any
+/* Grid fields: node values on the layout (slabs or blocks), one PETSc DMDA each (any
  * number of values per node), with a global (owned nodes) and a local
  * (ghosted) vector.  The ghost verbs of parallel.c take a grid field, so a
  * method with several grids, a matrix-free operator or persistent grid
  * unknowns reuses them.  The run lists every grid field; when the slabs
- * move, MPMGridFieldsRebuild() rebuilds them all on the new layout and
+ * move (load balancing), MPMGridFieldsRebuild() rebuilds them all on the new layout and
  * carries the values of persistent ones over through PETSc's natural
  * (rank-independent) node ordering. */
 #include "core.h"
 
 static PetscErrorCode GridFieldBuild(MPMSim sim, MPMGridField *gf)
 {
-  const MPMLayout *l        = &sim->layout;
-  PetscInt         procs[3] = {1, 1, 1}, *count, gs[3], gn[3];
-  const PetscInt  *own[3]   = {NULL, NULL, NULL};
+  const MPMLayout *l = &sim->layout;
+  PetscInt        *count[3], gs[3], gn[3], cs[3], cm[3];
 
   PetscFunctionBeginUser;
-  PetscCall(PetscMalloc1(sim->size, &count));
-  for (PetscMPIInt r = 0; r < sim->size; r++) count[r] = l->slab_start[r + 1] - l->slab_start[r];
-  procs[l->slab_axis] = sim->size;
-  own[l->slab_axis]   = count;
+  for (PetscInt a = 0; a < 3; a++) { /* nodes per part along each axis: the layout's ownership ranges */
+    PetscCall(PetscMalloc1(l->parts[a], &count[a]));
+    for (PetscInt r = 0; r < l->parts[a]; r++) count[a][r] = l->start[a][r + 1] - l->start[a][r];
+  }
   if (l->dim == 2)
-    PetscCall(DMDACreate2d(sim->comm, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, l->N[0], l->N[1], procs[0], procs[1], gf->dof, MPM_GHOST_WIDTH, own[0], own[1], &gf->da));
+    PetscCall(DMDACreate2d(sim->comm, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, l->N[0], l->N[1], l->parts[0], l->parts[1], gf->dof, MPM_GHOST_WIDTH, count[0], count[1], &gf->da));
   else
-    PetscCall(DMDACreate3d(sim->comm, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, l->N[0], l->N[1], l->N[2], procs[0], procs[1], procs[2], gf->dof,
-                           MPM_GHOST_WIDTH, own[0], own[1], own[2], &gf->da));
-  PetscCall(PetscFree(count));
+    PetscCall(DMDACreate3d(sim->comm, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DM_BOUNDARY_NONE, DMDA_STENCIL_BOX, l->N[0], l->N[1], l->N[2], l->parts[0], l->parts[1], l->parts[2], gf->dof,
+                           MPM_GHOST_WIDTH, count[0], count[1], count[2], &gf->da));
+  for (PetscInt a = 0; a < 3; a++) PetscCall(PetscFree(count[a]));
   PetscCall(DMSetUp(gf->da));
   PetscCall(DMCreateGlobalVector(gf->da, &gf->global));
   PetscCall(DMCreateLocalVector(gf->da, &gf->local));
   PetscCall(DMDAGetGhostCorners(gf->da, &gs[0], &gs[1], &gs[2], &gn[0], &gn[1], &gn[2]));
+  PetscCall(DMDAGetCorners(gf->da, &cs[0], &cs[1], &cs[2], &cm[0], &cm[1], &cm[2]));
   gf->box     = l->box;
   gf->box.dof = (int)gf->dof;
   gf->builds++;
-  for (PetscInt a = 0; a < l->dim; a++) /* the layout computes the same box; the kernels trust it */
-    PetscCheck(gs[a] == l->box.gs[a] && gn[a] == l->box.gn[a], PETSC_COMM_SELF, PETSC_ERR_PLIB, "Grid field %s: DMDA ghost box differs from the layout's", gf->name);
+  for (PetscInt a = 0; a < l->dim; a++) /* the layout computes the same boxes (and the same rank order); the kernels trust it */
+    PetscCheck(gs[a] == l->box.gs[a] && gn[a] == l->box.gn[a] && cs[a] == l->xs[a] && cm[a] == l->xm[a], PETSC_COMM_SELF, PETSC_ERR_PLIB, "Grid field %s: DMDA boxes differ from the layout's", gf->name);
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -7,8 +7,8 @@
  *   MPMGhostLayers*      the same two restricted to the ghost nodes, for
  *                        solvers that keep their unknowns on a subset of
  *                        the owned nodes and copy those themselves
- *   MPMMigrate           particles of every species that left the slab move
- *                        to their owner
+ *   MPMMigrate           particles of every species that left the rank's
+ *                        slab or block move to their owner
  *   MPMHalo*             particle halos (-integrator pbd): copies of the
  *                        particles within a reach of another rank's
  *                        particles, sent forward from their owners
@@ -230,7 +230,7 @@ static PetscBool NonFinite(MPMParticles *p, PetscInt s, PetscInt q, MPMStepReduc
 }
 
 /* Where particle q goes: *dest -1 stays, -2 left the domain, else the
- * rank whose slab holds it. */
+ * rank whose slab or block holds it. */
 static inline void classify_one(MPMParticles *p, PetscInt s, PetscInt q, const MPMLayout *g, const int64_t *id, PetscInt *dest, PetscMPIInt *sendcount, MPMStepReduction *red)
 {
   const double *x = MPMFieldReal(p, p->f_x) + q * p->dim;
@@ -247,12 +247,9 @@ static inline void classify_one(MPMParticles *p, PetscInt s, PetscInt q, const M
     }
     return;
   }
-  const PetscInt cell = MPMLayoutParticleCell(g, x);
-  if (cell >= g->own_lo && cell < g->own_hi) *dest = -1;
-  else {
-    *dest = MPMLayoutSlabOwner(g, cell);
-    sendcount[*dest]++;
-  }
+  const PetscMPIInt owner = MPMLayoutOwnerOf(g, x);
+  *dest                   = owner;
+  if (owner >= 0) sendcount[owner]++;
 }
 
 /* Every local particle classified; those that do not stay (leavers and
@@ -568,48 +565,67 @@ PetscErrorCode MPMRanksOnNode(MPI_Comm comm, int *n)
 }
 
 /* ------------------------------------------------------- particle halos */
-/* The ranks whose particles span [lo, hi] along the slab axis, expanded
- * by the reach, that overlap this rank's span: the only ones a halo can
- * come from or go to. */
-static PetscErrorCode HaloPartners(MPI_Comm comm, PetscMPIInt size, PetscMPIInt rank, double lo, double hi, double reach, double *span, PetscMPIInt *partner, PetscMPIInt *npartner)
+/* Is x within reach of the box [lo, hi] (n axes listed in ax)? */
+static inline PetscBool HaloNear(const double *x, const PetscInt *ax, PetscInt n, const double *lo, const double *hi, double reach)
 {
-  double mine[2] = {lo, hi};
+  for (PetscInt k = 0; k < n; k++)
+    if (x[ax[k]] < lo[k] - reach || x[ax[k]] > hi[k] + reach) return PETSC_FALSE;
+  return PETSC_TRUE;
+}
 
+/* Every rank's particle bounding box along the cut axes (n of them: the
+ * slab axis, or the blocks' axes); the ranks whose box, expanded by the
+ * reach, overlaps this rank's: the only ones a halo can come from or go
+ * to.  box[r]: lo (n values) then hi (n values). */
+static PetscErrorCode HaloPartners(MPI_Comm comm, PetscMPIInt size, PetscMPIInt rank, PetscInt n, const double *mine, double reach, double *box, PetscMPIInt *partner,
+                                   PetscMPIInt *npartner)
+{
   PetscFunctionBeginUser;
-  PetscCallMPI(MPI_Allgather(mine, 2, MPI_DOUBLE, span, 2, MPI_DOUBLE, comm));
+  PetscCallMPI(MPI_Allgather(mine, 2 * (int)n, MPI_DOUBLE, box, 2 * (int)n, MPI_DOUBLE, comm));
   *npartner = 0;
   for (PetscMPIInt r = 0; r < size; r++) {
-    if (r == rank || span[2 * r] > span[2 * r + 1] || lo > hi) continue; /* itself, or either side has no particles */
-    if (span[2 * r] - reach <= hi && span[2 * r + 1] + reach >= lo) partner[(*npartner)++] = r;
+    const double *o = box + 2 * n * r;
+    PetscBool     near = r != rank;
+    for (PetscInt k = 0; k < n && near; k++) near = o[k] <= o[n + k] && mine[k] <= mine[n + k] && o[k] - reach <= mine[n + k] && o[n + k] + reach >= mine[k]; /* both hold particles, and overlap */
+    if (near) partner[(*npartner)++] = r;
   }
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
 /* Collective.  Decide which of this rank's n particles (positions x, dim
- * values each) other ranks need: those within `reach` along the slab axis
- * of the span of that rank's particles (so every pair closer than reach
- * has both grains on both ranks), and how many this rank receives.  The
- * halo is a list of local indices per destination rank, in ascending
- * order; received copies arrive in rank order. */
+ * values each) other ranks need: those within `reach`, along every cut
+ * axis, of the bounding box of that rank's particles (so every pair closer
+ * than reach has both grains on both ranks), and how many this rank
+ * receives.  The halo is a list of local indices per destination rank, in
+ * ascending order; received copies arrive in rank order. */
 PetscErrorCode MPMHaloSetUp(MPMSim sim, PetscInt n, const double *x, double reach, MPMHalo *h)
 {
-  const PetscInt ax = sim->layout.slab_axis, d = sim->dim;
-  double        *span, lo = PETSC_MAX_REAL, hi = -PETSC_MAX_REAL;
-  PetscMPIInt   *partner, np;
+  const MPMLayout *l = &sim->layout;
+  const PetscInt   d = sim->dim;
+  PetscInt         ax[3], na = 0;
+  double           mine[6], *box;
+  PetscMPIInt     *partner, np;
 
   PetscFunctionBeginUser;
   if (!h->scount) PetscCall(PetscCalloc4(sim->size, &h->scount, sim->size, &h->rcount, sim->size + 1, &h->soff, sim->size + 1, &h->roff));
-  for (PetscInt q = 0; q < n; q++) {
-    lo = PetscMin(lo, x[q * d + ax]);
-    hi = PetscMax(hi, x[q * d + ax]);
+  for (PetscInt a = 0; a < d; a++)
+    if (l->parts[a] > 1) ax[na++] = a;
+  for (PetscInt k = 0; k < na; k++) {
+    mine[k]      = PETSC_MAX_REAL;
+    mine[na + k] = -PETSC_MAX_REAL;
   }
-  PetscCall(PetscMalloc2(2 * sim->size, &span, sim->size, &partner));
-  PetscCall(HaloPartners(sim->comm, sim->size, sim->rank, lo, hi, reach, span, partner, &np));
+  for (PetscInt q = 0; q < n; q++)
+    for (PetscInt k = 0; k < na; k++) {
+      mine[k]      = PetscMin(mine[k], x[q * d + ax[k]]);
+      mine[na + k] = PetscMax(mine[na + k], x[q * d + ax[k]]);
+    }
+  PetscCall(PetscMalloc2(2 * na * sim->size + 1, &box, sim->size, &partner));
+  PetscCall(HaloPartners(sim->comm, sim->size, sim->rank, na, mine, reach, box, partner, &np));
   for (PetscMPIInt r = 0; r < sim->size; r++) h->scount[r] = 0;
   for (PetscMPIInt k = 0; k < np; k++) {
     const PetscMPIInt r = partner[k];
-    for (PetscInt q = 0; q < n; q++)
-      if (x[q * d + ax] >= span[2 * r] - reach && x[q * d + ax] <= span[2 * r + 1] + reach) h->scount[r]++;
+    const double     *o = box + 2 * na * r;
+    for (PetscInt q = 0; q < n; q++) h->scount[r] += HaloNear(x + q * d, ax, na, o, o + na, reach);
   }
   PetscCallMPI(MPI_Alltoall(h->scount, 1, MPI_INT, h->rcount, 1, MPI_INT, sim->comm));
   for (PetscMPIInt r = 0; r < sim->size; r++) {
@@ -625,11 +641,12 @@ PetscErrorCode MPMHaloSetUp(MPMSim sim, PetscInt n, const double *x, double reac
   }
   for (PetscMPIInt k = 0; k < np; k++) {
     const PetscMPIInt r = partner[k];
+    const double     *o = box + 2 * na * r;
     PetscInt          c = h->soff[r];
     for (PetscInt q = 0; q < n; q++)
-      if (x[q * d + ax] >= span[2 * r] - reach && x[q * d + ax] <= span[2 * r + 1] + reach) h->send[c++] = q;
+      if (HaloNear(x + q * d, ax, na, o, o + na, reach)) h->send[c++] = q;
   }
-  PetscCall(PetscFree2(span, partner));
+  PetscCall(PetscFree2(box, partner));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -3,7 +3,7 @@
  * Both are rank invariant by construction: particle positions live on a
  * global lattice of spacing h/ppc aligned with the domain corner, jitter
  * comes from a counter-based hash of the particle id, and every rank
- * generates only the lattice points that fall in its own slab.  Ids are
+ * generates only the lattice points that fall in its own slab or block.  Ids are
  * (source + 1) << 48 | lattice index, unique and independent of the rank
  * count. */
 #include "core.h"
@@ -99,8 +99,8 @@ PetscErrorCode MPMRegionsSetUp(MPMSim sim)
 }
 
 /* Lattice index range [ilo, ihi) of region r along each axis, clipped to
- * this rank's slab along the slab axis. */
-static void RegionLattice(const MPMSim sim, const MPMRegion *R, double s, PetscInt *ilo, PetscInt *ihi, PetscInt *nfull)
+ * this rank's part along the cut axes; ulo, nfull: the range unclipped. */
+static void RegionLattice(const MPMSim sim, const MPMRegion *R, double s, PetscInt *ilo, PetscInt *ihi, PetscInt *ulo, PetscInt *nfull)
 {
   const MPMLayout *g = &sim->layout;
   double         lo[3], hi[3];
@@ -117,12 +117,13 @@ static void RegionLattice(const MPMSim sim, const MPMRegion *R, double s, PetscI
     ihi[a]         = PetscMin(g->cells[a] * R->ppc, (PetscInt)ceil(PetscMin(PetscMax((hi[a] - g->lo[a]) / s, -1.0), n + 1.0)));
     nfull[a] = ihi[a] - ilo[a];
   }
-  /* lattice points of this slab: cells [own_lo, own_hi) of the padded grid */
-  const PetscInt ax = g->slab_axis, ppc = R->ppc;
-  const PetscInt slo = (g->own_lo - g->pad) * ppc, shi = (g->own_hi - g->pad) * ppc;
-  nfull[3] = ilo[ax]; /* remember the unclipped start for the id */
-  ilo[ax]  = PetscMax(ilo[ax], slo);
-  ihi[ax]  = PetscMin(ihi[ax], shi);
+  /* lattice points of this rank's slab or block: cells [xs, xs + xm) of the padded grid along each cut axis */
+  for (PetscInt a = 0; a < 3; a++) {
+    ulo[a] = ilo[a]; /* the unclipped start, for the id */
+    if (g->parts[a] == 1) continue;
+    ilo[a] = PetscMax(ilo[a], (g->xs[a] - g->pad) * R->ppc);
+    ihi[a] = PetscMin(ihi[a], (g->xs[a] + g->xm[a] - g->pad) * R->ppc);
+  }
 }
 
 /* Earlier regions of the same species win where they overlap; species
@@ -163,20 +164,20 @@ static void RegionVelocity(const MPMSim sim, const MPMRegion *R, const double *x
   }
 }
 
-/* Seed region r on this rank's slab or, with count, only count its
- * particles (*count += ...; and per node plane along the slab axis,
+/* Seed region r on this rank's slab or block or, with count, only count
+ * its particles (*count += ...; and per node plane of the cut axes,
  * hist[plane] += ..., with hist) at the positions seeding would give them. */
 static PetscErrorCode SeedRegion(MPMSim sim, PetscInt r, PetscInt *count, int64_t *hist)
 {
   const MPMRegion *R = &sim->reg[r];
   const PetscInt   d = sim->dim;
   const double     s = sim->layout.h / R->ppc, vol = pow(s, (double)d);
-  PetscInt         ilo[3], ihi[3], nfull[4], start;
+  PetscInt         ilo[3], ihi[3], ulo[3], nfull[3], start;
   MPMParticles    *p = &sim->species[R->species]->p;
   const PetscInt   f_C = sim->species[R->species]->f_affine;
 
   PetscFunctionBeginUser;
-  RegionLattice(sim, R, s, ilo, ihi, nfull);
+  RegionLattice(sim, R, s, ilo, ihi, ulo, nfull);
   PetscCheck((double)nfull[0] * nfull[1] * nfull[2] < (double)(1LL << ID_SHIFT), sim->comm, PETSC_ERR_SUP, "Region '%s' has too many lattice points for 48-bit ids", R->name);
   for (PetscInt k = ilo[2]; k < ihi[2]; k++)
     for (PetscInt j = ilo[1]; j < ihi[1]; j++)
@@ -186,15 +187,12 @@ static PetscErrorCode SeedRegion(MPMSim sim, PetscInt r, PetscInt *count, int64_
         PetscInt       rel[3];
         for (PetscInt a = 0; a < d; a++) x[a] = sim->layout.lo[a] + (idx[a] + 0.5) * s;
         if (MPMPlacedShapeEval(&R->ps, d, x, gr, NULL) > 0 || InsideEarlier(sim, r, x)) continue;
-        for (PetscInt a = 0; a < 3; a++) rel[a] = idx[a] - (a == sim->layout.slab_axis ? nfull[3] : ilo[a]);
+        for (PetscInt a = 0; a < 3; a++) rel[a] = idx[a] - ulo[a];
         const int64_t id = ((int64_t)(r + 1) << ID_SHIFT) | (((int64_t)rel[2] * nfull[1] + rel[1]) * nfull[0] + rel[0]);
         if (R->sampling == MPM_SAMPLING_JITTER)
           Jitter(sim->seed, id, 0, R->jitter * s, d, x);
         if (count) {
-          if (hist) {
-            const PetscInt cell = MPMLayoutParticleCell(&sim->layout, x); /* once: PetscClipInterval is a macro */
-            hist[PetscClipInterval(cell, 0, sim->layout.N[sim->layout.slab_axis] - 1)]++;
-          }
+          if (hist) MPMLayoutPlaneCount(&sim->layout, 1, x, hist);
           (*count)++;
           continue;
         }
@@ -250,7 +248,8 @@ PetscErrorCode MPMSeedRegions(MPMSim sim)
 }
 
 /* hist[plane] += this rank's particles of every region per node plane
- * along the slab axis, without seeding them (the initial slab placement). */
+ * of every cut axis (MPMLayoutPlaneCount), without seeding them (the
+ * initial placement of the slabs or blocks). */
 PetscErrorCode MPMRegionsPlaneCounts(MPMSim sim, int64_t *hist)
 {
   PetscInt n = 0;
@@ -377,7 +376,7 @@ PetscErrorCode MPMEmittersSetUp(MPMSim sim)
 }
 
 /* Release the layers due by time t_new; each rank keeps the particles in
- * its slab.  *emitted is the global count (identical on every rank). */
+ * its slab or block.  *emitted is the global count (identical on every rank). */
 static PetscErrorCode EmitterStep(MPMSim sim, MPMEmitter *E, double t_new, int64_t *emitted)
 {
   const PetscInt d = sim->dim;
@@ -396,8 +395,7 @@ static PetscErrorCode EmitterStep(MPMSim sim, MPMEmitter *E, double t_new, int64
       for (PetscInt a = 0; a < d; a++) x[a] = E->center[a] + E->layer_offsets[j * d + a] + travel * E->dir[a];
       if (E->jitter > 0) /* from the id: the same on every rank, and again after a restart */
         Jitter(sim->seed, id, 8, E->jitter * s, d, x);
-      const PetscInt cell = MPMLayoutParticleCell(&sim->layout, x);
-      if (cell < sim->layout.own_lo || cell >= sim->layout.own_hi) continue;
+      if (MPMLayoutOwnerOf(&sim->layout, x) >= 0) continue; /* another rank's */
       PetscCall(MPMParticlesAppend(p, 1, &start));
       MPMFieldInt64(p, p->f_id)[start] = id;
       for (PetscInt a = 0; a < d; a++) {
@@ -423,15 +421,15 @@ PetscErrorCode MPMEmittersStep(MPMSim sim, double t_new, int64_t *emitted)
 }
 
 /* An upper bound of the particles this rank will hold from the regions
- * (every lattice point of each region's box in this slab) and the
+ * (every lattice point of each region's box in this slab or block) and the
  * emitters (everything they release up to -t_end): for the memory check. */
 double MPMSeedUpperBound(const MPMSim sim)
 {
   double n = 0;
   for (PetscInt r = 0; r < sim->nreg; r++) {
     const MPMRegion *R = &sim->reg[r];
-    PetscInt         ilo[3], ihi[3], nfull[4];
-    RegionLattice(sim, R, sim->layout.h / R->ppc, ilo, ihi, nfull);
+    PetscInt         ilo[3], ihi[3], ulo[3], nfull[3];
+    RegionLattice(sim, R, sim->layout.h / R->ppc, ilo, ihi, ulo, nfull);
     n += (double)PetscMax(0, ihi[0] - ilo[0]) * PetscMax(0, ihi[1] - ilo[1]) * PetscMax(0, ihi[2] - ilo[2]);
   }
   for (PetscInt e = 0; e < sim->nem; e++) {

@@ -250,12 +250,14 @@ static PetscErrorCode InitialState(MPMSim sim)
 static PetscErrorCode PrintSetup(MPMSim sim)
 {
   const MPMLayout *l = &sim->layout;
-  char             method[256];
+  char             method[256], cut[64];
 
   PetscFunctionBeginUser;
   PetscCall(sim->integ->ops.view(sim->integ, method, sizeof(method)));
-  PetscCall(PetscPrintf(sim->comm, "granular-mpm %s: %" PetscInt_FMT "D, %d rank%s, grid %" PetscInt_FMT " x %" PetscInt_FMT " x %" PetscInt_FMT " nodes (dx %g m), slabs along %c, %s %s\n",
-                        MPMVersion(), sim->dim, sim->size, sim->size > 1 ? "s" : "", l->N[0], l->N[1], l->N[2], l->h, "xyz"[l->slab_axis],
+  if (l->decomposition == MPM_DECOMP_SLABS) PetscCall(PetscSNPrintf(cut, sizeof(cut), "slabs along %c", "xyz"[l->slab_axis]));
+  else PetscCall(PetscSNPrintf(cut, sizeof(cut), "blocks %" PetscInt_FMT " x %" PetscInt_FMT " x %" PetscInt_FMT, l->parts[0], l->parts[1], l->parts[2]));
+  PetscCall(PetscPrintf(sim->comm, "granular-mpm %s: %" PetscInt_FMT "D, %d rank%s, grid %" PetscInt_FMT " x %" PetscInt_FMT " x %" PetscInt_FMT " nodes (dx %g m), %s, %s %s\n",
+                        MPMVersion(), sim->dim, sim->size, sim->size > 1 ? "s" : "", l->N[0], l->N[1], l->N[2], l->h, cut,
                         !sim->species[0]->grid ? "particles only:" : (l->order == MPM_KERNEL_QUADRATIC ? "quadratic" : "cubic"), method));
   PetscCall(PetscPrintf(sim->comm, "particles %lld, state %zu bytes each, output in %s\n", (long long)sim->n_global, sim->species[0]->p.bytes, sim->outdir));
   PetscFunctionReturn(PETSC_SUCCESS);

@@ -123,6 +123,25 @@ static PetscErrorCode WritePerRank(MPMSim sim, hid_t file, const char *name, int
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+/* The decomposition: the ranks along each axis and each rank's first node
+ * plane along them ("slab_start": along the slab axis, as checkpoints
+ * before blocks were added had it). */
+static PetscErrorCode WriteLayout(MPMSim sim, hid_t file)
+{
+  const MPMLayout *l        = &sim->layout;
+  const int64_t    parts[3] = {l->parts[0], l->parts[1], l->parts[2]}, xs[3] = {l->xs[0], l->xs[1], l->xs[2]};
+  MPMH5File        R        = {file, 0, sim->rank, sim->size, 1};
+
+  PetscFunctionBeginUser;
+  PetscCall(MPMH5WriteAttr(file, "decomposition_parts", H5T_NATIVE_INT64, 3, parts));
+  PetscCall(WritePerRank(sim, file, "slab_start", l->xs[l->slab_axis]));
+  H5CALL(R.dxpl = H5Pcreate(H5P_DATASET_XFER));
+  H5CALL(H5Pset_dxpl_mpio(R.dxpl, H5FD_MPIO_COLLECTIVE));
+  PetscCall(MPMH5WriteArray(&R, "part_start", H5T_NATIVE_INT64, 3, xs));
+  H5CALL(H5Pclose(R.dxpl));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
 /* The frames written so far (rank 0 keeps the list): t, particle count of
  * each species, number. */
 static PetscErrorCode WriteFrameList(MPMSim sim, hid_t file)
@@ -222,7 +241,7 @@ static PetscErrorCode WriteState(MPMSim sim, hid_t file)
     SpeciesName(sim, s, "particles_per_rank", name, sizeof(name));
     PetscCall(WritePerRank(sim, file, name, sim->species[s]->p.n));
   }
-  PetscCall(WritePerRank(sim, file, "slab_start", sim->layout.slab_start[sim->rank]));
+  PetscCall(WriteLayout(sim, file));
   PetscCall(WriteFrameList(sim, file));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -693,33 +712,60 @@ static PetscErrorCode ReadParticles(MPMSim sim, PetscInt s, MPMH5File *F, int64_
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
-/* Same rank count: take the checkpoint's slab layout (load balancing may
- * have moved it), since each rank's particle block belongs to its slab. */
-static PetscErrorCode RestoreSlabs(MPMSim sim, MPMH5File *F, const char *what)
+/* The same rank count and decomposition: take the checkpoint's parts
+ * (load balancing may have moved them), since each rank's particle block
+ * belongs to its slab or block; *kept then.  Otherwise (another rank
+ * count, or slabs against blocks) the particles go to their owners after
+ * reading.  Checkpoints written before blocks existed hold slabs along the
+ * slab axis and "slab_start" only. */
+static PetscErrorCode RestoreLayout(MPMSim sim, MPMH5File *F, int64_t ranks, const char *what, PetscBool *kept)
 {
-  int64_t  *s;
-  PetscInt *start;
-  PetscBool same = PETSC_TRUE;
-  MPMH5File R = *F;
+  MPMLayout *l = &sim->layout;
+  int64_t    parts[3] = {1, 1, 1}, *s;
+  PetscInt  *start[3];
+  PetscBool  same = PETSC_TRUE, blocks = PETSC_FALSE;
+  MPMH5File  R = *F;
 
   PetscFunctionBeginUser;
-  PetscCall(PetscMalloc2(sim->size, &s, sim->size + 1, &start));
+  *kept = PETSC_FALSE;
+  if (ranks != sim->size) PetscFunctionReturn(PETSC_SUCCESS);
+  if (H5Aexists(F->file, "decomposition_parts") > 0) {
+    PetscCall(MPMH5ReadAttr(F->file, "decomposition_parts", H5T_NATIVE_INT64, 3, parts, what));
+    blocks = H5Lexists(F->file, "part_start", H5P_DEFAULT) > 0;
+  } else parts[l->slab_axis] = sim->size;
+  for (PetscInt a = 0; a < 3; a++) same = same && parts[a] == l->parts[a];
+  if (!same) {
+    PetscCall(PetscPrintf(sim->comm, "%s: its ranks form a %lld x %lld x %lld grid, this run's %" PetscInt_FMT " x %" PetscInt_FMT " x %" PetscInt_FMT ": the particles go to their owners\n", what,
+                          (long long)parts[0], (long long)parts[1], (long long)parts[2], l->parts[0], l->parts[1], l->parts[2]));
+    PetscFunctionReturn(PETSC_SUCCESS);
+  }
+  PetscCall(PetscMalloc1(3 * sim->size, &s));
   R.offset = 0;
   R.n      = sim->size;
   R.total  = sim->size;
-  PetscCall(MPMH5ReadArray(&R, "slab_start", H5T_NATIVE_INT64, 1, s, what));
-  for (PetscMPIInt r = 0; r < sim->size; r++) {
-    start[r] = (PetscInt)s[r];
-    same     = same && start[r] == sim->layout.slab_start[r];
+  if (blocks) PetscCall(MPMH5ReadArray(&R, "part_start", H5T_NATIVE_INT64, 3, s, what));
+  else {
+    PetscCall(MPMH5ReadArray(&R, "slab_start", H5T_NATIVE_INT64, 1, s + 2 * sim->size, what));
+    for (PetscMPIInt r = 0; r < sim->size; r++)
+      for (PetscInt a = 0; a < 3; a++) s[3 * r + a] = a == l->slab_axis ? s[2 * sim->size + r] : 0;
   }
-  start[sim->size] = sim->layout.N[sim->layout.slab_axis];
-  for (PetscMPIInt r = 0; r < sim->size; r++)
-    PetscCheck(start[r + 1] - start[r] >= 2, sim->comm, PETSC_ERR_USER_INPUT, "%s: its slab layout does not fit this grid (-slab_axis or -dx changed?)", what);
+  for (PetscInt a = 0; a < 3; a++) { /* part c of axis a starts where a rank with coordinate c along it starts */
+    PetscCall(PetscMalloc1(l->parts[a] + 1, &start[a]));
+    start[a][l->parts[a]] = l->N[a];
+    for (PetscMPIInt r = 0; r < sim->size; r++) start[a][MPMLayoutRankCoord(l, r, a)] = (PetscInt)s[3 * r + a];
+    for (PetscInt c = 0; c < l->parts[a] && l->parts[a] > 1; c++)
+      PetscCheck(start[a][c + 1] - start[a][c] >= 2, sim->comm, PETSC_ERR_USER_INPUT, "%s: its layout does not fit this grid (-slab_axis, -decomposition or -dx changed?)", what);
+  }
+  same = PETSC_TRUE;
+  for (PetscInt a = 0; a < 3; a++)
+    for (PetscInt c = 0; c <= l->parts[a]; c++) same = same && start[a][c] == l->start[a][c];
   if (!same) {
-    PetscCall(MPMLayoutSetSlabs(sim, start));
+    PetscCall(MPMLayoutSetParts(sim, start));
     PetscCall(MPMGridFieldsRebuild(sim));
   }
-  PetscCall(PetscFree2(s, start));
+  for (PetscInt a = 0; a < 3; a++) PetscCall(PetscFree(start[a]));
+  PetscCall(PetscFree(s));
+  *kept = PETSC_TRUE;
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -730,6 +776,7 @@ PetscErrorCode MPMCheckpointRestart(MPMSim sim, PetscBool *restarted)
   PetscBool        ok, latest;
   int64_t          ranks = 0;
   MPMStepReduction red;
+  PetscBool        kept;
 
   PetscFunctionBeginUser;
   *restarted = PETSC_FALSE;
@@ -752,7 +799,7 @@ PetscErrorCode MPMCheckpointRestart(MPMSim sim, PetscBool *restarted)
   PetscCall(MPMH5Open(sim->comm, path, &F, &ok));
   PetscCheck(ok, sim->comm, PETSC_ERR_USER_INPUT, "-restart: %s is damaged or not an HDF5 checkpoint (truncated or overwritten?)", path);
   PetscCall(ReadState(sim, F.file, what, &ranks));
-  if (ranks == sim->size) PetscCall(RestoreSlabs(sim, &F, what));
+  PetscCall(RestoreLayout(sim, &F, ranks, what, &kept));
   {
     int64_t all = 0, ns = 0;
     for (PetscInt s = 0; s < sim->nspecies; s++) {
@@ -765,7 +812,7 @@ PetscErrorCode MPMCheckpointRestart(MPMSim sim, PetscBool *restarted)
   PetscCall(ReadMethodState(sim, &F, ranks, what));
   PetscCall(MPMCheckpointGridFieldsRead(sim, &F, what)); /* after the slabs are restored */
   PetscCall(MPMH5Close(&F));
-  if (ranks != sim->size) { /* slabs on the particles' work, the particles to their owners, then into cache order */
+  if (!kept) { /* slabs or blocks on the particles' work, the particles to their owners, then into cache order */
     PetscCall(MPMBalanceInitial(sim, PETSC_TRUE));
     PetscCall(MPMMigrate(sim, &red));
     red.dt    = sim->dt;

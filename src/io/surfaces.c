@@ -70,8 +70,10 @@ PetscErrorCode MPMObjectsTraceStill(MPMSim sim)
   const MPMColliders c = sim->colliders;
   const PetscInt     d = sim->dim;
   double             slo, shi;
+  PetscBool          first = PETSC_TRUE; /* blocks: of the ranks that share an interval along the slab axis, the first traces it */
 
   PetscFunctionBeginUser;
+  for (PetscInt a = 0; a < sim->dim; a++) first = first && (a == sim->layout.slab_axis || sim->layout.coord[a] == 0);
   MPMCollidersSlabInterval(sim, sim->rank, &slo, &shi);
   for (PetscInt k = c->nwalls; k < c->nobj; k++) {
     MPMCollider *o   = &c->obj[k];
@@ -79,7 +81,7 @@ PetscErrorCode MPMObjectsTraceStill(MPMSim sim)
     PetscInt     n   = 0;
     int64_t      total;
     if (!o->sliced || o->traced) continue;
-    PetscCall(TraceCells(sim, o, sim->layout.slab_axis, slo, shi, &n, &pts)); /* cells i with lo + i h in [slo, shi) */
+    if (first) PetscCall(TraceCells(sim, o, sim->layout.slab_axis, slo, shi, &n, &pts)); /* cells i with lo + i h in [slo, shi) */
     PetscCall(MPMGatherVDouble(sim->comm, n * d * 3, pts, &total, &o->trace));
     o->ntrace = (PetscInt)(total / (d * 3));
     o->traced = PETSC_TRUE;

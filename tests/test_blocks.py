@@ -1,0 +1,142 @@
+"""Block decomposition (-decomposition blocks): the grid cut along two or
+three axes, a DMDA process grid with ghost exchange to up to 8 (2D) or 26
+(3D) neighbours, particles migrating to any of them.
+
+1. Rank invariance against 1 rank, compared by id, 1e-9 relative (as
+   test_rank_invariance): the 2D sand column as 2 x 1, 3 x 1 (the least
+   face area's pick) and 2 x 2 blocks; the 3D ball into a sand bed as
+   2 x 1 x 2 blocks; no particle lost, every rank holding particles.
+2. Migration across a block corner: a free-flying block (no gravity)
+   crosses from rank (0, 0) to rank (1, 1) of 2 x 2 blocks diagonally:
+   count and ids kept in every frame, displaced rigidly by v t.
+3. Load balancing on 2 x 2 blocks (the landslide, particles only): the
+   blocks move (each axis at its work quantiles), no particle lost, the
+   same physics as without balancing (1e-9); a checkpoint taken after the
+   blocks moved restarts bit for bit; a slab checkpoint restarts on blocks
+   (its particles go to their owners) within roundoff of the uninterrupted
+   run.
+4. The particle-only and nonsmooth methods on 2 x 2 blocks: the PBD
+   column's grains identical to the bit against 1 rank (halos along two
+   axes); the nonsmooth column within the friction solve's tolerance.
+5. Bad input: -decomposition_parts with the wrong product, the wrong
+   count or without -decomposition blocks fails before stepping, naming
+   the option."""
+import numpy as np
+import mpmtest as T
+
+
+def final(out):
+    return T.mpmio.sorted_by_id(T.mpmio.read_frame(T.mpmio.frame_files(out)[-1]))
+
+
+def compare(c, label, ref, other, tol=1e-9, fields=("position", "velocity")):
+    same = np.array_equal(ref["id"], other["id"])
+    c.true("%s: same ids, none lost" % label, same, "(%d vs %d particles)" % (len(ref["id"]), len(other["id"])))
+    if not same:
+        return
+    for f in fields:
+        scale = np.abs(ref[f]).max() or 1.0
+        c.close("%s: %s max |diff| / max |value|" % (label, f), np.abs(ref[f] - other[f]).max() / scale, 0.0, atol=tol)
+
+
+def blocks_of(proc):
+    """The 'blocks P x Q x R' of the set-up line."""
+    for line in proc.stdout.splitlines():
+        if line.startswith("granular-mpm") and "blocks" in line:
+            return line.split("blocks ")[1].split(",")[0]
+    return "?"
+
+
+c = T.Checks("block decomposition")
+
+# 1. rank invariance
+COL = ["-dx", "0.00625", "-max_steps", "100", "-output_dt", "1"]
+ref = T.outdir("blocks_col_1")
+T.run_deck("column_collapse_2d.yaml", 1, ref, *COL)
+r1 = final(ref)
+for n, parts, want in ((2, "2,1", "2 x 1 x 1"), (3, None, "3 x 1 x 1"), (4, "2,2", "2 x 2 x 1")):
+    out = T.outdir("blocks_col_%d" % n)
+    extra = ["-decomposition", "blocks"] + (["-decomposition_parts", parts] if parts else [])
+    p = T.run_deck("column_collapse_2d.yaml", n, out, *(COL + extra))
+    c.true("column %d ranks: blocks %s" % (n, want), blocks_of(p) == want, blocks_of(p))
+    per = T.mpmio.summary(out)["particles_per_rank"]
+    c.true("column %d ranks: every rank holds particles" % n, len(per) == n and min(per) > 0, str(per))
+    compare(c, "column %s blocks vs 1 rank" % want.replace(" x 1", ""), r1, final(out))
+c.true("column: the state is not trivial (max |v| > 0.05 m/s)", np.abs(r1["velocity"]).max() > 0.05)
+
+BALL = ["-dx", "0.02", "-ball_radius", "0.06", "-max_steps", "100", "-output_dt", "1"]
+b1 = T.outdir("blocks_ball_1")
+T.run_deck("ball_into_sand_3d.yaml", 1, b1, *BALL)
+b4 = T.outdir("blocks_ball_4")
+p = T.run_deck("ball_into_sand_3d.yaml", 4, b4, *(BALL + ["-decomposition", "blocks"]))
+c.true("3D ball: 4 ranks as 2 x 1 x 2 blocks (least face area)", blocks_of(p) == "2 x 1 x 2", blocks_of(p))
+compare(c, "3D ball 2 x 1 x 2 vs 1 rank", final(b1), final(b4), fields=("position", "velocity", "pressure"))
+
+# 2. migration across the corner of 2 x 2 blocks
+FLY = ["-dim", "2", "-domain_lo", "0,0", "-domain_hi", "1,1", "-dx", "0.02", "-gravity", "0,0", "-materials", "m", "-m_type", "neo_hookean", "-m_density", "1000",
+       "-m_youngs_modulus", "1e5", "-regions", "b", "-b_shape", "box", "-b_ppc", "2", "-b_material", "m", "-b_lo", "0.1,0.1", "-b_hi", "0.2,0.2",
+       "-b_velocity", "2,2", "-t_end", "0.3", "-output_dt", "0.05", "-dt_max", "2e-3", "-decomposition", "blocks", "-decomposition_parts", "2,2",
+       "-balance_threshold", "0"]
+out = T.outdir("blocks_fly")
+T.run(4, FLY + ["-output_dir", out])
+files = T.mpmio.frame_files(out)
+first, last = final_first = T.mpmio.sorted_by_id(T.mpmio.read_frame(files[0])), final(out)
+counts = [len(T.mpmio.read_frame(f, ["id"])["id"]) for f in files]
+c.true("diagonal flight: count constant in every frame", all(k == counts[0] for k in counts), str(counts))
+c.true("diagonal flight: same ids at start and end", np.array_equal(first["id"], last["id"]))
+d = last["position"][:, :2] - first["position"][:, :2]
+c.close("diagonal flight: max |displacement - v t| [m]", np.abs(d - 0.6).max(), 0.0, atol=1e-9)
+per = T.mpmio.summary(out)["particles_per_rank"]
+c.true("diagonal flight: the block ends on the far corner's rank (3)", per[3] == counts[0], str(per))
+
+# 3. load balancing and restarts on 2 x 2 blocks
+LS = ["-options_file_yaml", T.deck("landslide_2d.yaml"), "-dx", "0.02", "-output_dt", "0.02", "-history_interval", "10", "-max_steps", "300", "-t_end", "0.5",
+      "-balance_node_cost", "0", "-balance_initial", "false"]
+BLK = ["-decomposition", "blocks", "-decomposition_parts", "2,2"]
+on, off = T.outdir("blocks_balance_on"), T.outdir("blocks_balance_off")
+p = T.run(4, LS + BLK + ["-output_dir", on])
+T.run(4, LS + BLK + ["-output_dir", off, "-balance_threshold", "0"])
+h = T.mpmio.history(on)
+n_reb = T.mpmio.summary(on)["rebalances"]
+c.true("balancing on blocks: rebalanced", n_reb >= 1, "%d times" % n_reb)
+c.true("balancing on blocks: imbalance fell below its start", h["imbalance"][-1] < h["imbalance"][0], "%.3f -> %.3f" % (h["imbalance"][0], h["imbalance"][-1]))
+c.true("balancing on blocks: particle count constant", (h["particles"] == h["particles"][0]).all())
+compare(c, "balanced vs fixed blocks", final(off), final(on))
+rs = T.outdir("blocks_restart")
+T.run(4, LS[:-4] + ["-max_steps", "150", "-t_end", "0.5", "-checkpoint_interval", "150", "-balance_node_cost", "0", "-balance_initial", "false"] + BLK + ["-output_dir", rs])
+c.true("restart: the checkpoint was written after the blocks moved", T.mpmio.summary(rs)["rebalances"] >= 1)
+T.run(4, LS + BLK + ["-output_dir", rs, "-restart", "latest"])
+fa, fr = final(on), final(rs)
+c.true("restart on blocks after rebalancing: bit for bit", np.array_equal(fa["position"], fr["position"]) and np.array_equal(fa["velocity"], fr["velocity"]),
+       "max diff %.3g" % np.abs(fa["position"] - fr["position"]).max())
+sl = T.outdir("blocks_from_slabs")
+T.run(4, LS[:-4] + ["-max_steps", "150", "-t_end", "0.5", "-checkpoint_interval", "150", "-balance_node_cost", "0", "-balance_initial", "false", "-output_dir", sl])
+p = T.run(4, LS + BLK + ["-output_dir", sl, "-restart", "latest"])
+c.true("a slab checkpoint restarted on blocks: said so", "the particles go to their owners" in p.stdout)
+compare(c, "slab checkpoint restarted on blocks vs blocks throughout", fa, final(sl))
+
+# 4. PBD (halos along two axes) and the nonsmooth solver on 2 x 2 blocks
+pb1, pb4 = T.outdir("blocks_pbd_1"), T.outdir("blocks_pbd_4")
+T.run_deck("pbd_column_2d.yaml", 1, pb1, "-max_steps", 200, "-output_dt", 10)
+T.run_deck("pbd_column_2d.yaml", 4, pb4, "-max_steps", 200, "-output_dt", 10, *BLK)
+a, b = final(pb1), final(pb4)
+c.true("PBD column on 2 x 2 blocks: no grain lost", np.array_equal(a["id"], b["id"]), "%d vs %d" % (len(a["id"]), len(b["id"])))
+if np.array_equal(a["id"], b["id"]):
+    c.true("PBD column on 2 x 2 blocks: the bits of 1 rank", np.array_equal(a["position"], b["position"]) and np.array_equal(a["velocity"], b["velocity"]),
+           "max |dx| %g" % np.abs(a["position"] - b["position"]).max())
+NS = ["-integrator", "nonsmooth", "-dx", "0.0125", "-max_steps", "30", "-output_dt", "1"]
+ns1, ns4 = T.outdir("blocks_ns_1"), T.outdir("blocks_ns_4")
+T.run_deck("column_collapse_2d.yaml", 1, ns1, *NS)
+T.run_deck("column_collapse_2d.yaml", 4, ns4, *(NS + BLK))
+compare(c, "nonsmooth column 2 x 2 blocks vs 1 rank", final(ns1), final(ns4), tol=1e-3)
+
+# 5. bad input
+for args, want in ((["-decomposition", "blocks", "-decomposition_parts", "3,1"], "-decomposition_parts gives 3 ranks"),
+                   (["-decomposition", "blocks", "-decomposition_parts", "2,1,2"], "-decomposition_parts takes 2 values"),
+                   (["-decomposition_parts", "2,1"], "-decomposition_parts needs -decomposition blocks"),
+                   (["-decomposition", "cubes"], "-decomposition")):
+    p = T.run(2, ["-options_file_yaml", T.deck("column_collapse_2d.yaml"), "-output_dir", T.outdir("blocks_bad")] + args, check=False)
+    text = p.stdout + p.stderr
+    said = [l for l in text.splitlines() if "error" in l]
+    c.true("bad %s: fails naming it" % " ".join(args), p.returncode != 0 and want in text and "step " not in p.stdout, said[0][:110] if said else "")
+c.done()
