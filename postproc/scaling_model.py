@@ -19,13 +19,19 @@ Three decompositions, each balanced as well as it can be:
   slab, particles  -balance_node_cost 0: the cuts follow the particles
                  only, and the last rank also gets every empty plane ahead
                  of the mass (the runway).
-  block          the remedy, not implemented: a px x py x pz grid of
-                 blocks (DMDA can cut every axis), chosen to minimise the
-                 ghost surface; a block is at least 2 nodes thick per axis.
+  block          -decomposition blocks: a px x py (x pz) grid of blocks,
+                 chosen as the solver chooses it (layout.c): the
+                 factorization whose cut planes hold the fewest grid nodes,
+                 at least 2 node planes per part; each cut axis balanced at
+                 the quantiles of its planes' work (a box of mass is cut
+                 evenly), so the busiest block does W / P unless the mass
+                 spans fewer than 2 planes per part along some axis.
 
 Communication per step and rank: 2 ghost exchanges (scatter-add before,
 gather after the grid update), each a message per neighbour of 2 node
-layers x (1 + dim) doubles; migration of the particles crossing the faces
+layers x (1 + dim) doubles (blocks: PETSc's box stencil, so an interior
+block also exchanges its edges and corners with 3^k - 1 neighbours, k the
+cut axes; ghost_nodes() gives the total, checked against -log_view); migration of the particles crossing the faces
 (309 B each, at most cfl x a plane's particles per face and step); one
 64-byte allreduce, 2 alpha log2 P.  Efficiency E(P) = T(1) / (P T(P)),
 or T(1) / T(P) with --weak (the deck stretched P times along the slab axis,
@@ -135,27 +141,63 @@ def factorizations(P, dim):
                 yield (f,) + rest
 
 
-def block(g, P, c):
-    """(compute, comm) seconds per step, the best px x py (x pz) block grid."""
-    dim = g["dim"]
-    work_total = g["particles"] * c["tp"] + prod(g["nodes"]) * c["tn"]
-    best = None
+def ghost_nodes(nodes, parts):
+    """Ghost nodes sent per exchange by all ranks together, for a grid of
+    `nodes` cut into `parts` (any split: the total does not depend on where
+    the cuts are): every cut plane is crossed both ways by 2 node layers of
+    its cross-section, every crossing of two cuts by 2 x 2 layers of the
+    remaining axis to the 2 diagonal neighbours each way, every crossing of
+    three cuts by 2 x 2 x 2 nodes to the 4 diagonal ones each way."""
+    dim = len(nodes)
+    W = 2  # the ghost width
+    total = 0.0
+    for a in range(dim):
+        total += (parts[a] - 1) * 2 * W * prod(nodes) / nodes[a]
+    for a in range(dim):
+        for b in range(a + 1, dim):
+            total += (parts[a] - 1) * (parts[b] - 1) * 4 * W * W * prod(nodes) / (nodes[a] * nodes[b])
+    if dim == 3:
+        total += (parts[0] - 1) * (parts[1] - 1) * (parts[2] - 1) * 8 * W ** 3
+    return total
+
+
+def solver_parts(nodes, P):
+    """The block grid the solver picks (layout.c, LayoutBlockParts): the
+    factorization with the fewest nodes on its cut planes, every part at
+    least 2 node planes thick, the first in x-fastest order on a tie."""
+    dim, best = len(nodes), None
     for f in factorizations(P, dim):
-        if any(f[a] > max(1, g["span"][a] // 2) for a in range(dim)):
-            continue  # blocks thinner than 2 nodes inside the mass
-        sub = [g["nodes"][a] / f[a] for a in range(dim)]
-        faces = [prod(sub) / sub[a] for a in range(dim)]
-        msgs = sum(2 * faces[a] * 2 * g["dof"] * 8 for a in range(dim) if f[a] > 1)
-        neigh = sum(2 for a in range(dim) if f[a] > 1)
-        per_face = [g["particles"] / P / sub[a] * c["cfl"] for a in range(dim)]
-        crossing = sum(2 * per_face[a] for a in range(dim) if f[a] > 1)
-        t = comm_time(msgs / max(neigh, 1), neigh, P, crossing, c["alpha"], c["beta"])
-        if best is None or t < best[1]:
-            best = (work_total / P, t, f)
-    if best is None:  # more ranks than 2-node blocks of the mass
-        cells = prod([max(1, g["span"][a] // 2) for a in range(dim)])
-        return work_total / cells, float("nan"), None
-    return best
+        if any(nodes[a] // f[a] < 2 for a in range(dim)):
+            continue
+        face = sum((f[a] - 1) * prod(nodes) / nodes[a] for a in range(dim))
+        key = (face, f)  # the solver loops p0 outermost, then p1: a tie goes to the smaller p0, then p1
+        if best is None or key < best[0]:
+            best = (key, f)
+    return best[1] if best else None
+
+
+def block(g, P, c):
+    """(compute, comm, parts) seconds per step of the busiest rank on the
+    blocks the solver picks."""
+    dim = g["dim"]
+    f = solver_parts(g["nodes"], P)
+    if f is None:
+        return float("nan"), float("nan"), None
+    # the busiest block: each axis cut at its work quantiles; a part keeps >= 2 planes of the mass
+    share = prod([max(1.0 / f[a], min(1.0, 2.0 / max(g["span"][a], 1))) for a in range(dim)])
+    compute = g["particles"] * c["tp"] * share + prod(g["nodes"]) * c["tn"] / P
+    k = sum(1 for a in range(dim) if f[a] > 1)
+    neigh = 3 ** k - 1
+    sub = [g["nodes"][a] / f[a] for a in range(dim)]
+    # an interior block's messages: the ghost nodes of its faces, edges and corners
+    cut = [f[a] > 1 for a in range(dim)]
+    interior = sum(2 * 2 * prod(sub) / sub[a] for a in range(dim) if cut[a])
+    interior += sum(4 * 2 * 2 * prod(sub) / (sub[a] * sub[b]) for a in range(dim) for b in range(a + 1, dim) if cut[a] and cut[b])
+    interior += 8 * 2 ** 3 if all(cut) and dim == 3 else 0
+    msg_bytes = interior * g["dof"] * 8
+    crossing = sum(2 * g["particles"] / P / sub[a] * c["cfl"] for a in range(dim) if f[a] > 1)
+    t = comm_time(msg_bytes / max(neigh, 1), neigh, P, crossing, c["alpha"], c["beta"])
+    return compute, t, f
 
 
 def main():
@@ -212,7 +254,7 @@ def plot(rows, args, g, limit):
     fig, ax = plt.subplots(figsize=(6.4, 4.2))
     ax.semilogx(P, [r["efficiency"] for r in rows], "o-", base=2, label="slabs, balanced by work (default)")
     ax.semilogx(P, [r["efficiency_slab_particles"] for r in rows], "s--", base=2, label="slabs, balanced by particles only")
-    ax.semilogx(P, [r["efficiency_block"] for r in rows], "^:", base=2, label="3D blocks (remedy, not implemented)")
+    ax.semilogx(P, [r["efficiency_block"] for r in rows], "^:", base=2, label="blocks (-decomposition blocks)")
     if not args.weak:
         ax.axvline(limit, color="grey", lw=0.8)
         ax.text(limit, 0.05, " 2 planes per slab", color="grey", fontsize=8)

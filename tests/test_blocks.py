@@ -5,7 +5,9 @@ three axes, a DMDA process grid with ghost exchange to up to 8 (2D) or 26
 1. Rank invariance against 1 rank, compared by id, 1e-9 relative (as
    test_rank_invariance): the 2D sand column as 2 x 1, 3 x 1 (the least
    face area's pick) and 2 x 2 blocks; the 3D ball into a sand bed as
-   2 x 1 x 2 blocks; no particle lost, every rank holding particles.
+   2 x 1 x 2 blocks; no particle lost, every rank holding particles.  The
+   ball's ghost exchange, as PETSc logs it (-log_view), sends the bytes
+   postproc/scaling_model.py counts (faces, edges and corners), within 2 %.
 2. Migration across a block corner: a free-flying block (no gravity)
    crosses from rank (0, 0) to rank (1, 1) of 2 x 2 blocks diagonally:
    count and ids kept in every frame, displaced rigidly by v t.
@@ -21,8 +23,11 @@ three axes, a DMDA process grid with ghost exchange to up to 8 (2D) or 26
 5. Bad input: -decomposition_parts with the wrong product, the wrong
    count or without -decomposition blocks fails before stepping, naming
    the option."""
+import csv
+import os
 import numpy as np
 import mpmtest as T
+import scaling_model  # postproc/ (mpmtest puts it on the path)
 
 
 def final(out):
@@ -68,9 +73,20 @@ BALL = ["-dx", "0.02", "-ball_radius", "0.06", "-max_steps", "100", "-output_dt"
 b1 = T.outdir("blocks_ball_1")
 T.run_deck("ball_into_sand_3d.yaml", 1, b1, *BALL)
 b4 = T.outdir("blocks_ball_4")
-p = T.run_deck("ball_into_sand_3d.yaml", 4, b4, *(BALL + ["-decomposition", "blocks"]))
+logcsv = os.path.join(T.OUTPUT, "blocks_ball_4_log.csv")
+p = T.run_deck("ball_into_sand_3d.yaml", 4, b4, *(BALL + ["-decomposition", "blocks", "-log_view", ":%s:ascii_csv" % logcsv]))
 c.true("3D ball: 4 ranks as 2 x 1 x 2 blocks (least face area)", blocks_of(p) == "2 x 1 x 2", blocks_of(p))
 compare(c, "3D ball 2 x 1 x 2 vs 1 rank", final(b1), final(b4), fields=("position", "velocity", "pressure"))
+# the ghost bytes PETSc logged against the scaling model's count (docs/scaling.md): faces, edges, corners of the box stencil
+nodes = [int(v) for v in p.stdout.split(" grid ")[1].split(" nodes")[0].split(" x ")]
+sent, exchanges = 0.0, 0
+for row in csv.DictReader(open(logcsv)):
+    if row["Stage Name"] == "MPM stepping" and row["Event Name"] == "MPMGhostExchange":
+        sent += 0.5 * float(row["Message Length"])  # PETSc counts each message sent and received
+        exchanges = int(row["Count"])
+model = scaling_model.ghost_nodes(nodes, [2, 1, 2]) * 4 * 8  # 4 doubles a node: mass and momentum
+c.close("3D ball 2 x 1 x 2: ghost bytes per exchange / the model's", sent / max(exchanges, 1) / model, 1.0, atol=0.02)
+c.true("3D ball: the scaling model picks the solver's grid", scaling_model.solver_parts(nodes, 4) == (2, 1, 2), str(scaling_model.solver_parts(nodes, 4)))
 
 # 2. migration across the corner of 2 x 2 blocks
 FLY = ["-dim", "2", "-domain_lo", "0,0", "-domain_hi", "1,1", "-dx", "0.02", "-gravity", "0,0", "-materials", "m", "-m_type", "neo_hookean", "-m_density", "1000",
