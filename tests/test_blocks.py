@@ -4,19 +4,19 @@ three axes, a DMDA process grid with ghost exchange to up to 8 (2D) or 26
 
 1. Rank invariance against 1 rank, compared by id, 1e-9 relative (as
    test_rank_invariance): the 2D sand column as 2 x 1, 3 x 1 (the least
-   face area's pick) and 2 x 2 blocks; the 3D ball into a sand bed as
+   face area's pick) and 2 x 2 blocks, and as 4 slabs; the 3D ball into a sand bed as
    2 x 1 x 2 blocks; no particle lost, every rank holding particles.  The
    ball's ghost exchange, as PETSc logs it (-log_view), sends the bytes
    postproc/scaling_model.py counts (faces, edges and corners), within 2 %.
 2. Migration across a block corner: a free-flying block (no gravity)
    crosses from rank (0, 0) to rank (1, 1) of 2 x 2 blocks diagonally:
    count and ids kept in every frame, displaced rigidly by v t.
-3. Load balancing on 2 x 2 blocks (the landslide, particles only): the
-   blocks move (each axis at its work quantiles), no particle lost, the
-   same physics as without balancing (1e-9); a checkpoint taken after the
-   blocks moved restarts bit for bit; a slab checkpoint restarts on blocks
-   (its particles go to their owners) within roundoff of the uninterrupted
-   run.
+3. Load balancing on 4 ranks, as 4 slabs and as 2 x 2 blocks (the
+   landslide, particles only): the parts move (each cut axis at its work
+   quantiles), no particle lost, the same physics as without balancing
+   (1e-9) and as each other; a checkpoint taken after the parts moved
+   restarts bit for bit; a slab checkpoint restarts on blocks (its
+   particles go to their owners) within roundoff of the uninterrupted run.
 4. The particle-only and nonsmooth methods on 2 x 2 blocks: the PBD
    column's grains identical to the bit against 1 rank (halos along two
    axes); the nonsmooth column within the friction solve's tolerance.
@@ -67,6 +67,9 @@ for n, parts, want in ((2, "2,1", "2 x 1 x 1"), (3, None, "3 x 1 x 1"), (4, "2,2
     per = T.mpmio.summary(out)["particles_per_rank"]
     c.true("column %d ranks: every rank holds particles" % n, len(per) == n and min(per) > 0, str(per))
     compare(c, "column %s blocks vs 1 rank" % want.replace(" x 1", ""), r1, final(out))
+out = T.outdir("blocks_col_4_slabs")
+T.run_deck("column_collapse_2d.yaml", 4, out, *COL)
+compare(c, "column 4 slabs vs 1 rank", r1, final(out))
 c.true("column: the state is not trivial (max |v| > 0.05 m/s)", np.abs(r1["velocity"]).max() > 0.05)
 
 BALL = ["-dx", "0.02", "-ball_radius", "0.06", "-max_steps", "100", "-output_dt", "1"]
@@ -105,31 +108,36 @@ c.close("diagonal flight: max |displacement - v t| [m]", np.abs(d - 0.6).max(), 
 per = T.mpmio.summary(out)["particles_per_rank"]
 c.true("diagonal flight: the block ends on the far corner's rank (3)", per[3] == counts[0], str(per))
 
-# 3. load balancing and restarts on 2 x 2 blocks
-LS = ["-options_file_yaml", T.deck("landslide_2d.yaml"), "-dx", "0.02", "-output_dt", "0.02", "-history_interval", "10", "-max_steps", "300", "-t_end", "0.5",
+# 3. load balancing and restarts on 4 ranks, slabs and 2 x 2 blocks
+LS = ["-options_file_yaml", T.deck("landslide_2d.yaml"), "-dx", "0.02", "-output_dt", "0.02", "-history_interval", "10", "-t_end", "0.5",
       "-balance_node_cost", "0", "-balance_initial", "false"]
 BLK = ["-decomposition", "blocks", "-decomposition_parts", "2,2"]
-on, off = T.outdir("blocks_balance_on"), T.outdir("blocks_balance_off")
-p = T.run(4, LS + BLK + ["-output_dir", on])
-T.run(4, LS + BLK + ["-output_dir", off, "-balance_threshold", "0"])
-h = T.mpmio.history(on)
-n_reb = T.mpmio.summary(on)["rebalances"]
-c.true("balancing on blocks: rebalanced", n_reb >= 1, "%d times" % n_reb)
-c.true("balancing on blocks: imbalance fell below its start", h["imbalance"][-1] < h["imbalance"][0], "%.3f -> %.3f" % (h["imbalance"][0], h["imbalance"][-1]))
-c.true("balancing on blocks: particle count constant", (h["particles"] == h["particles"][0]).all())
-compare(c, "balanced vs fixed blocks", final(off), final(on))
-rs = T.outdir("blocks_restart")
-T.run(4, LS[:-4] + ["-max_steps", "150", "-t_end", "0.5", "-checkpoint_interval", "150", "-balance_node_cost", "0", "-balance_initial", "false"] + BLK + ["-output_dir", rs])
-c.true("restart: the checkpoint was written after the blocks moved", T.mpmio.summary(rs)["rebalances"] >= 1)
-T.run(4, LS + BLK + ["-output_dir", rs, "-restart", "latest"])
-fa, fr = final(on), final(rs)
-c.true("restart on blocks after rebalancing: bit for bit", np.array_equal(fa["position"], fr["position"]) and np.array_equal(fa["velocity"], fr["velocity"]),
-       "max diff %.3g" % np.abs(fa["position"] - fr["position"]).max())
+finals = {}
+for name, cut in (("slabs", []), ("2 x 2 blocks", BLK)):
+    tag = name.split()[0]
+    on, off = T.outdir("blocks_balance_on_" + tag), T.outdir("blocks_balance_off_" + tag)
+    T.run(4, LS + cut + ["-max_steps", "300", "-output_dir", on])
+    T.run(4, LS + cut + ["-max_steps", "300", "-output_dir", off, "-balance_threshold", "0"])
+    h = T.mpmio.history(on)
+    n_reb = T.mpmio.summary(on)["rebalances"]
+    c.true("balancing on %s: rebalanced" % name, n_reb >= 1, "%d times" % n_reb)
+    c.true("balancing on %s: imbalance fell below its start" % name, h["imbalance"][-1] < h["imbalance"][0], "%.3f -> %.3f" % (h["imbalance"][0], h["imbalance"][-1]))
+    c.true("balancing on %s: particle count constant" % name, (h["particles"] == h["particles"][0]).all())
+    compare(c, "balanced vs fixed %s" % name, final(off), final(on))
+    rs = T.outdir("blocks_restart_" + tag)
+    T.run(4, LS + cut + ["-max_steps", "150", "-checkpoint_interval", "150", "-output_dir", rs])
+    c.true("restart on %s: the checkpoint was written after the parts moved" % name, T.mpmio.summary(rs)["rebalances"] >= 1)
+    T.run(4, LS + cut + ["-max_steps", "300", "-output_dir", rs, "-restart", "latest"])
+    fa, fr = final(on), final(rs)
+    c.true("restart on %s after rebalancing: bit for bit" % name, np.array_equal(fa["position"], fr["position"]) and np.array_equal(fa["velocity"], fr["velocity"]),
+           "max diff %.3g" % np.abs(fa["position"] - fr["position"]).max())
+    finals[tag] = fa
+compare(c, "landslide: 4 slabs vs 2 x 2 blocks, both balanced", finals["slabs"], finals["2"])
 sl = T.outdir("blocks_from_slabs")
-T.run(4, LS[:-4] + ["-max_steps", "150", "-t_end", "0.5", "-checkpoint_interval", "150", "-balance_node_cost", "0", "-balance_initial", "false", "-output_dir", sl])
-p = T.run(4, LS + BLK + ["-output_dir", sl, "-restart", "latest"])
+T.run(4, LS + ["-max_steps", "150", "-checkpoint_interval", "150", "-output_dir", sl])
+p = T.run(4, LS + BLK + ["-max_steps", "300", "-output_dir", sl, "-restart", "latest"])
 c.true("a slab checkpoint restarted on blocks: said so", "the particles go to their owners" in p.stdout)
-compare(c, "slab checkpoint restarted on blocks vs blocks throughout", fa, final(sl))
+compare(c, "slab checkpoint restarted on blocks vs blocks throughout", finals["2"], final(sl))
 
 # 4. PBD (halos along two axes) and the nonsmooth solver on 2 x 2 blocks
 pb1, pb4 = T.outdir("blocks_pbd_1"), T.outdir("blocks_pbd_4")
