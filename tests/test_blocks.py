@@ -9,8 +9,10 @@ three axes, a DMDA process grid with ghost exchange to up to 8 (2D) or 26
    ball's ghost exchange, as PETSc logs it (-log_view), sends the bytes
    postproc/scaling_model.py counts (faces, edges and corners), within 2 %.
 2. Migration across a block corner: a free-flying block (no gravity)
-   crosses from rank (0, 0) to rank (1, 1) of 2 x 2 blocks diagonally:
-   count and ids kept in every frame, displaced rigidly by v t.
+   crosses from rank (0, 0) to rank (1, 1) of 2 x 2 blocks diagonally, and
+   in 3D from rank 0 to rank 7 of 2 x 2 x 2 blocks: count and ids kept in
+   every frame, displaced rigidly by v t.  The 3D PBD block of 8000 grains
+   on 2 x 2 x 2 blocks (halos to 26 neighbours) gives the bits of 1 rank.
 3. Load balancing on 4 ranks, as 4 slabs and as 2 x 2 blocks (the
    landslide, particles only): the parts move (each cut axis at its work
    quantiles), no particle lost, the same physics as without balancing
@@ -107,6 +109,28 @@ d = last["position"][:, :2] - first["position"][:, :2]
 c.close("diagonal flight: max |displacement - v t| [m]", np.abs(d - 0.6).max(), 0.0, atol=1e-9)
 per = T.mpmio.summary(out)["particles_per_rank"]
 c.true("diagonal flight: the block ends on the far corner's rank (3)", per[3] == counts[0], str(per))
+
+# ... and across the corner of 2 x 2 x 2 blocks in 3D (26 neighbours), with the PBD grains' halos
+FLY3 = ["-dim", "3", "-domain_lo", "0,0,0", "-domain_hi", "0.5,0.5,0.5", "-dx", "0.025", "-gravity", "0,0,0", "-materials", "m", "-m_type", "neo_hookean",
+        "-m_density", "1000", "-m_youngs_modulus", "1e5", "-regions", "b", "-b_shape", "box", "-b_ppc", "2", "-b_material", "m", "-b_lo", "0.05,0.05,0.05",
+        "-b_hi", "0.1,0.1,0.1", "-b_velocity", "1,1,1", "-t_end", "0.3", "-output_dt", "0.1", "-dt_max", "2e-3", "-decomposition", "blocks",
+        "-decomposition_parts", "2,2,2", "-balance_threshold", "0"]
+out = T.outdir("blocks_fly3d")
+T.run(8, FLY3 + ["-output_dir", out])
+files = T.mpmio.frame_files(out)
+first, last = T.mpmio.sorted_by_id(T.mpmio.read_frame(files[0])), final(out)
+counts = [len(T.mpmio.read_frame(f, ["id"])["id"]) for f in files]
+c.true("3D diagonal flight on 2 x 2 x 2: count and ids kept", all(k == counts[0] for k in counts) and np.array_equal(first["id"], last["id"]), str(counts))
+c.close("3D diagonal flight: max |displacement - v t| [m]", np.abs(last["position"] - first["position"] - 0.3).max(), 0.0, atol=1e-9)
+per = T.mpmio.summary(out)["particles_per_rank"]
+c.true("3D diagonal flight: the block ends on the far corner's rank (7)", per[7] == counts[0], str(per))
+PBD3 = ["-block_hi", "0.1,0.1,0.1", "-domain_hi", "0.2,0.15,0.2", "-max_steps", 40, "-output_dt", 10]
+g1, g8 = T.outdir("blocks_pbd3d_1"), T.outdir("blocks_pbd3d_8")
+T.run_deck("pbd_bench_3d.yaml", 1, g1, *PBD3)
+T.run_deck("pbd_bench_3d.yaml", 8, g8, *(PBD3 + ["-decomposition", "blocks", "-decomposition_parts", "2,2,2"]))
+a, b = final(g1), final(g8)
+c.true("PBD 3D block of 8000 grains on 2 x 2 x 2: none lost, the bits of 1 rank", np.array_equal(a["id"], b["id"]) and np.array_equal(a["position"], b["position"])
+       and np.array_equal(a["velocity"], b["velocity"]), "%d grains" % len(b["id"]))
 
 # 3. load balancing and restarts on 4 ranks, slabs and 2 x 2 blocks
 LS = ["-options_file_yaml", T.deck("landslide_2d.yaml"), "-dx", "0.02", "-output_dt", "0.02", "-history_interval", "10", "-t_end", "0.5",
