@@ -18,7 +18,9 @@ three axes, a DMDA process grid with ghost exchange to up to 8 (2D) or 26
    quantiles), no particle lost, the same physics as without balancing
    (1e-9) and as each other; a checkpoint taken after the parts moved
    restarts bit for bit; a slab checkpoint restarts on blocks (its
-   particles go to their owners) within roundoff of the uninterrupted run.
+   particles go to their owners) within roundoff of the uninterrupted run,
+   and so does one from before blocks existed (no record of its process
+   grid) on blocks that cut another axis than its slabs.
 4. The particle-only and nonsmooth methods on 2 x 2 blocks: the PBD
    column's grains identical to the bit against 1 rank (halos along two
    axes); the nonsmooth column within the friction solve's tolerance.
@@ -27,6 +29,7 @@ three axes, a DMDA process grid with ghost exchange to up to 8 (2D) or 26
    the option."""
 import csv
 import os
+import h5py
 import numpy as np
 import mpmtest as T
 import scaling_model  # postproc/ (mpmtest puts it on the path)
@@ -162,6 +165,21 @@ T.run(4, LS + ["-max_steps", "150", "-checkpoint_interval", "150", "-output_dir"
 p = T.run(4, LS + BLK + ["-max_steps", "300", "-output_dir", sl, "-restart", "latest"])
 c.true("a slab checkpoint restarted on blocks: said so", "the particles go to their owners" in p.stdout)
 compare(c, "slab checkpoint restarted on blocks vs blocks throughout", finals["2"], final(sl))
+
+# a checkpoint from before blocks (no decomposition_parts, no part_start: stripped here) restarted on blocks
+# that cut another axis than its slabs: the particles go to their owners (the layout is not misread)
+old = T.outdir("blocks_old_checkpoint")
+COL2 = ["-dx", "0.00625", "-output_dt", "1"]
+T.run_deck("column_collapse_2d.yaml", 2, old, *(COL2 + ["-max_steps", "50", "-checkpoint_interval", "50"]))
+for f in sorted(os.listdir(os.path.join(old, "checkpoints"))):
+    with h5py.File(os.path.join(old, "checkpoints", f), "r+") as h:
+        del h.attrs["decomposition_parts"]
+        del h["part_start"]
+p = T.run_deck("column_collapse_2d.yaml", 2, old, *(COL2 + ["-max_steps", "100", "-restart", "latest", "-decomposition", "blocks", "-decomposition_parts", "1,2"]))
+c.true("an old slab checkpoint (x) restarted on 1 x 2 blocks: said so", "written on slabs before blocks existed" in p.stdout)
+ref2 = T.outdir("blocks_old_checkpoint_ref")
+T.run_deck("column_collapse_2d.yaml", 2, ref2, *(COL2 + ["-max_steps", "100"]))
+compare(c, "old slab checkpoint restarted on 1 x 2 blocks vs no restart", final(ref2), final(old))
 
 # 4. PBD (halos along two axes) and the nonsmooth solver on 2 x 2 blocks
 pb1, pb4 = T.outdir("blocks_pbd_1"), T.outdir("blocks_pbd_4")

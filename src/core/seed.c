@@ -395,7 +395,8 @@ static PetscErrorCode EmitterStep(MPMSim sim, MPMEmitter *E, double t_new, int64
       for (PetscInt a = 0; a < d; a++) x[a] = E->center[a] + E->layer_offsets[j * d + a] + travel * E->dir[a];
       if (E->jitter > 0) /* from the id: the same on every rank, and again after a restart */
         Jitter(sim->seed, id, 8, E->jitter * s, d, x);
-      if (MPMLayoutOwnerOf(&sim->layout, x) >= 0) continue; /* another rank's */
+      /* this rank's, or (outside the grid, owned by no part) rank 0's: the migration then reports it or deletes it as it does any particle that left */
+      if (MPMLayoutInside(&sim->layout, x) ? MPMLayoutOwnerOf(&sim->layout, x) >= 0 : sim->rank != 0) continue;
       PetscCall(MPMParticlesAppend(p, 1, &start));
       MPMFieldInt64(p, p->f_id)[start] = id;
       for (PetscInt a = 0; a < d; a++) {

@@ -732,11 +732,13 @@ static PetscErrorCode RestoreLayout(MPMSim sim, MPMH5File *F, int64_t ranks, con
   if (H5Aexists(F->file, "decomposition_parts") > 0) {
     PetscCall(MPMH5ReadAttr(F->file, "decomposition_parts", H5T_NATIVE_INT64, 3, parts, what));
     blocks = H5Lexists(F->file, "part_start", H5P_DEFAULT) > 0;
-  } else parts[l->slab_axis] = sim->size;
+  } else if (l->decomposition == MPM_DECOMP_SLABS) parts[l->slab_axis] = sim->size; /* slabs along the axis this run cuts (-slab_axis); checked below */
+  else parts[0] = 0; /* slabs along an axis this run does not know: not the blocks' grid */
   for (PetscInt a = 0; a < 3; a++) same = same && parts[a] == l->parts[a];
   if (!same) {
-    PetscCall(PetscPrintf(sim->comm, "%s: its ranks form a %lld x %lld x %lld grid, this run's %" PetscInt_FMT " x %" PetscInt_FMT " x %" PetscInt_FMT ": the particles go to their owners\n", what,
-                          (long long)parts[0], (long long)parts[1], (long long)parts[2], l->parts[0], l->parts[1], l->parts[2]));
+    if (parts[0]) PetscCall(PetscPrintf(sim->comm, "%s: its ranks form a %lld x %lld x %lld grid, this run's %" PetscInt_FMT " x %" PetscInt_FMT " x %" PetscInt_FMT ": the particles go to their owners\n", what,
+                                        (long long)parts[0], (long long)parts[1], (long long)parts[2], l->parts[0], l->parts[1], l->parts[2]));
+    else PetscCall(PetscPrintf(sim->comm, "%s: written on slabs before blocks existed, this run has blocks: the particles go to their owners\n", what));
     PetscFunctionReturn(PETSC_SUCCESS);
   }
   PetscCall(PetscMalloc1(3 * sim->size, &s));
