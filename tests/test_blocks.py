@@ -17,8 +17,9 @@ three axes, a DMDA process grid with ghost exchange to up to 8 (2D) or 26
    landslide, particles only): the parts move (each cut axis at its work
    quantiles), no particle lost, the same physics as without balancing
    (1e-9) and as each other; a checkpoint taken after the parts moved
-   restarts bit for bit; a slab checkpoint restarts on blocks (its
-   particles go to their owners) within roundoff of the uninterrupted run,
+   restarts bit for bit; a slab checkpoint restarts on blocks, and the
+   2 x 2 blocks' checkpoint on 3 ranks (their particles go to their
+   owners), within roundoff of the uninterrupted run,
    and so does one from before blocks existed (no record of its process
    grid) on blocks that cut another axis than its slabs.
 4. The particle-only and nonsmooth methods on 2 x 2 blocks: the PBD
@@ -160,6 +161,12 @@ for name, cut in (("slabs", []), ("2 x 2 blocks", BLK)):
            "max diff %.3g" % np.abs(fa["position"] - fr["position"]).max())
     finals[tag] = fa
 compare(c, "landslide: 4 slabs vs 2 x 2 blocks, both balanced", finals["slabs"], finals["2"])
+# the 2 x 2 blocks' checkpoint restarted on 3 ranks (blocks again, 3 x 1): the particles go to their owners, placed on their work
+ckpt = os.path.join(T.OUTPUT, "blocks_restart_2", "checkpoints", "ckpt_00000150.h5")
+r3 = T.outdir("blocks_restart_3ranks")
+p = T.run(3, LS + ["-decomposition", "blocks", "-max_steps", "300", "-output_dir", r3, "-restart", ckpt])
+c.true("the 2 x 2 checkpoint restarted on 3 ranks: said so", "written on 4 ranks" in p.stdout)
+compare(c, "2 x 2 checkpoint restarted on 3 ranks vs 2 x 2 throughout", finals["2"], final(r3))
 sl = T.outdir("blocks_from_slabs")
 T.run(4, LS + ["-max_steps", "150", "-checkpoint_interval", "150", "-output_dir", sl])
 p = T.run(4, LS + BLK + ["-max_steps", "300", "-output_dir", sl, "-restart", "latest"])
