@@ -70,7 +70,10 @@ for n, parts, want in ((2, "2,1", "2 x 1 x 1"), (3, None, "3 x 1 x 1"), (4, "2,2
     extra = ["-decomposition", "blocks"] + (["-decomposition_parts", parts] if parts else [])
     p = T.run_deck("column_collapse_2d.yaml", n, out, *(COL + extra))
     c.true("column %d ranks: blocks %s" % (n, want), blocks_of(p) == want, blocks_of(p))
-    per = T.mpmio.summary(out)["particles_per_rank"]
+    sm = T.mpmio.summary(out)
+    c.true("column %d ranks: summary.json records the blocks" % n, sm["decomposition"] == "blocks" and " x ".join(map(str, sm["decomposition_parts"])) == want,
+           "%s %s" % (sm["decomposition"], sm["decomposition_parts"]))
+    per = sm["particles_per_rank"]
     c.true("column %d ranks: every rank holds particles" % n, len(per) == n and min(per) > 0, str(per))
     compare(c, "column %s blocks vs 1 rank" % want.replace(" x 1", ""), r1, final(out))
 out = T.outdir("blocks_col_4_slabs")

@@ -545,7 +545,7 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
   const double psteps = sim->particle_steps, rate = sim->wall_steps > 0 ? psteps / sim->wall_steps : 0;
   const double rate_rank = sim->rank_seconds_steps > 0 ? psteps / sim->rank_seconds_steps : 0; /* across restarts on other rank counts too */
   PetscCall(PetscSNPrintf(text, tlen,
-                          "{\n  \"version\": \"%s\",\n  \"ranks\": %d,\n  \"dim\": %" PetscInt_FMT ",\n  \"particles\": %lld,\n  \"particles_deleted\": %lld,\n"
+                          "{\n  \"version\": \"%s\",\n  \"ranks\": %d,\n  \"decomposition\": \"%s\",\n  \"decomposition_parts\": [%" PetscInt_FMT ", %" PetscInt_FMT ", %" PetscInt_FMT "],\n  \"dim\": %" PetscInt_FMT ",\n  \"particles\": %lld,\n  \"particles_deleted\": %lld,\n"
                           "  \"particles_emitted\": %lld,\n  \"particles_split\": %lld,\n  \"particles_merged\": %lld,\n  \"steps\": %" PetscInt_FMT ",\n  \"simulated_time\": %.12g,\n  \"dt_min\": %.6g,\n  \"dt_max\": %.6g,\n"
                           "  \"total_mass\": %.15g,\n  \"total_momentum\": [%.15g, %.15g, %.15g],\n  \"kinetic_energy\": %.15g,\n  \"elastic_energy\": %.15g,\n"
                           "  \"potential_energy\": %.15g,\n  \"work_objects\": %.15g,\n  \"dissipated_energy\": %.15g,\n"
@@ -553,7 +553,7 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
                           "  \"particle_steps_per_second_per_rank\": %.6g,\n  \"state_bytes_per_particle\": %zu,\n  \"peak_rss_bytes_max_rank\": %.6g,\n"
                           "  \"peak_rss_bytes_total\": %.6g,\n  \"output_frames\": %" PetscInt_FMT ",\n  \"particles_per_rank\": [%s],\n"
                           "  \"nodes_per_rank\": [%s],\n  \"balance_node_cost\": %.6g,\n  \"rebalances\": %" PetscInt_FMT ",\n  \"checkpoints_written\": %" PetscInt_FMT ",\n  \"checkpoint_seconds\": %.6g,\n%s  \"status\": \"%s\"\n}\n",
-                          MPMVersion(), sim->size, sim->dim, (long long)d.n, (long long)sim->n_deleted, (long long)sim->n_emitted, (long long)sim->n_split, (long long)sim->n_merged, sim->step,
+                          MPMVersion(), sim->size, sim->layout.decomposition == MPM_DECOMP_SLABS ? "slabs" : "blocks", sim->layout.parts[0], sim->layout.parts[1], sim->layout.parts[2], sim->dim, (long long)d.n, (long long)sim->n_deleted, (long long)sim->n_emitted, (long long)sim->n_split, (long long)sim->n_merged, sim->step,
                           sim->t, sim->step ? sim->dt_lo : 0.0, sim->step ? sim->dt_hi : 0.0, d.mass, d.mom[0], d.mom[1], d.mom[2], d.ke, d.ee, d.pe, wobj, diss, wall, sim->wall_steps, psteps,
                           rate, rate_rank, sim->species[0]->p.bytes, rss[0], rss_sum, sim->frame, counts, nodes, sim->balance_node_cost, sim->rebalances, sim->ckpt_count, sim->ckpt_seconds,
                           stats, sim->exit_code == MPM_EXIT_CHECKPOINTED ? "checkpointed" : (sim->exit_code == MPM_EXIT_NONFINITE ? "nonfinite" : "finished")));
