@@ -108,7 +108,7 @@ FLY = ["-dim", "2", "-domain_lo", "0,0", "-domain_hi", "1,1", "-dx", "0.02", "-g
 out = T.outdir("blocks_fly")
 T.run(4, FLY + ["-output_dir", out])
 files = T.mpmio.frame_files(out)
-first, last = final_first = T.mpmio.sorted_by_id(T.mpmio.read_frame(files[0])), final(out)
+first, last = T.mpmio.sorted_by_id(T.mpmio.read_frame(files[0])), final(out)
 counts = [len(T.mpmio.read_frame(f, ["id"])["id"]) for f in files]
 c.true("diagonal flight: count constant in every frame", all(k == counts[0] for k in counts), str(counts))
 c.true("diagonal flight: same ids at start and end", np.array_equal(first["id"], last["id"]))

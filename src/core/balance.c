@@ -249,8 +249,8 @@ PetscErrorCode MPMBalanceInitial(MPMSim sim, PetscBool restart)
   if (moved && after < before) {
     PetscCall(MPMLayoutSetParts(sim, start));
     PetscCall(MPMGridFieldsRebuild(sim));
-    PetscCall(PetscPrintf(sim->comm, "%s placed on the %s work: max/mean %.3f (even %s: %.3f)\n", g->decomposition == MPM_DECOMP_SLABS ? "slabs" : "blocks", restart ? "checkpoint's" : "seeded", after,
-                          g->decomposition == MPM_DECOMP_SLABS ? "slabs" : "blocks", before));
+    const char *name = MPMLayoutDecompositionName(g);
+    PetscCall(PetscPrintf(sim->comm, "%s placed on the %s work: max/mean %.3f (even %s: %.3f)\n", name, restart ? "checkpoint's" : "seeded", after, name, before));
   }
   PetscCall(FreeStarts(start));
   PetscCall(PetscFree(work));

@@ -90,6 +90,8 @@ typedef struct {
 PetscErrorCode MPMLayoutSetUp(MPMSim sim);
 PetscErrorCode MPMLayoutSetParts(MPMSim sim, PetscInt *const start[3]);
 PetscErrorCode MPMLayoutDestroy(MPMLayout *l);
+/* "slabs" or "blocks": the -decomposition value the layout was built with. */
+const char    *MPMLayoutDecompositionName(const MPMLayout *l);
 /* The rank that owns cell c (one index per axis; axes with one part are not read). */
 PetscMPIInt    MPMLayoutOwner(const MPMLayout *l, const PetscInt *c);
 /* Part c's coordinate along axis a of rank r. */

@@ -187,6 +187,8 @@ PetscErrorCode MPMLayoutSetUp(MPMSim sim)
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
+const char *MPMLayoutDecompositionName(const MPMLayout *l) { return DecompNames[l->decomposition]; }
+
 PetscErrorCode MPMLayoutDestroy(MPMLayout *l)
 {
   PetscFunctionBeginUser;

@@ -111,17 +111,19 @@ static PetscErrorCode WriteParticles(MPMSim sim, PetscInt s, MPMH5File *F)
 }
 
 /* One entry per rank: this rank's value at row `rank`. */
-static PetscErrorCode WritePerRank(MPMSim sim, hid_t file, const char *name, int64_t value)
+static PetscErrorCode WritePerRankN(MPMSim sim, hid_t file, const char *name, int n, const int64_t *values)
 {
   MPMH5File R = {file, 0, sim->rank, sim->size, 1};
 
   PetscFunctionBeginUser;
   H5CALL(R.dxpl = H5Pcreate(H5P_DATASET_XFER));
   H5CALL(H5Pset_dxpl_mpio(R.dxpl, H5FD_MPIO_COLLECTIVE));
-  PetscCall(MPMH5WriteArray(&R, name, H5T_NATIVE_INT64, 1, &value));
+  PetscCall(MPMH5WriteArray(&R, name, H5T_NATIVE_INT64, n, values));
   H5CALL(H5Pclose(R.dxpl));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
+
+static PetscErrorCode WritePerRank(MPMSim sim, hid_t file, const char *name, int64_t value) { return WritePerRankN(sim, file, name, 1, &value); }
 
 /* The decomposition: the ranks along each axis and each rank's first node
  * plane along them ("slab_start": along the slab axis, as checkpoints
@@ -130,15 +132,11 @@ static PetscErrorCode WriteLayout(MPMSim sim, hid_t file)
 {
   const MPMLayout *l        = &sim->layout;
   const int64_t    parts[3] = {l->parts[0], l->parts[1], l->parts[2]}, xs[3] = {l->xs[0], l->xs[1], l->xs[2]};
-  MPMH5File        R        = {file, 0, sim->rank, sim->size, 1};
 
   PetscFunctionBeginUser;
   PetscCall(MPMH5WriteAttr(file, "decomposition_parts", H5T_NATIVE_INT64, 3, parts));
   PetscCall(WritePerRank(sim, file, "slab_start", l->xs[l->slab_axis]));
-  H5CALL(R.dxpl = H5Pcreate(H5P_DATASET_XFER));
-  H5CALL(H5Pset_dxpl_mpio(R.dxpl, H5FD_MPIO_COLLECTIVE));
-  PetscCall(MPMH5WriteArray(&R, "part_start", H5T_NATIVE_INT64, 3, xs));
-  H5CALL(H5Pclose(R.dxpl));
+  PetscCall(WritePerRankN(sim, file, "part_start", 3, xs));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 

@@ -553,7 +553,7 @@ PetscErrorCode MPMOutputSummary(MPMSim sim)
                           "  \"particle_steps_per_second_per_rank\": %.6g,\n  \"state_bytes_per_particle\": %zu,\n  \"peak_rss_bytes_max_rank\": %.6g,\n"
                           "  \"peak_rss_bytes_total\": %.6g,\n  \"output_frames\": %" PetscInt_FMT ",\n  \"particles_per_rank\": [%s],\n"
                           "  \"nodes_per_rank\": [%s],\n  \"balance_node_cost\": %.6g,\n  \"rebalances\": %" PetscInt_FMT ",\n  \"checkpoints_written\": %" PetscInt_FMT ",\n  \"checkpoint_seconds\": %.6g,\n%s  \"status\": \"%s\"\n}\n",
-                          MPMVersion(), sim->size, sim->layout.decomposition == MPM_DECOMP_SLABS ? "slabs" : "blocks", sim->layout.parts[0], sim->layout.parts[1], sim->layout.parts[2], sim->dim, (long long)d.n, (long long)sim->n_deleted, (long long)sim->n_emitted, (long long)sim->n_split, (long long)sim->n_merged, sim->step,
+                          MPMVersion(), sim->size, MPMLayoutDecompositionName(&sim->layout), sim->layout.parts[0], sim->layout.parts[1], sim->layout.parts[2], sim->dim, (long long)d.n, (long long)sim->n_deleted, (long long)sim->n_emitted, (long long)sim->n_split, (long long)sim->n_merged, sim->step,
                           sim->t, sim->step ? sim->dt_lo : 0.0, sim->step ? sim->dt_hi : 0.0, d.mass, d.mom[0], d.mom[1], d.mom[2], d.ke, d.ee, d.pe, wobj, diss, wall, sim->wall_steps, psteps,
                           rate, rate_rank, sim->species[0]->p.bytes, rss[0], rss_sum, sim->frame, counts, nodes, sim->balance_node_cost, sim->rebalances, sim->ckpt_count, sim->ckpt_seconds,
                           stats, sim->exit_code == MPM_EXIT_CHECKPOINTED ? "checkpointed" : (sim->exit_code == MPM_EXIT_NONFINITE ? "nonfinite" : "finished")));
