@@ -2837,7 +2837,7 @@ static double norm_d(int d, const double *a)
 static void test_pbd(int d)
 {
   const double ra = 0.01, rb = 0.015, ma = 2.0, mb = 3.0, wa = 1 / ma, wb = 1 / mb, mus = 0.6, muk = 0.4;
-  double       xa[3] = {0.1, 0.2, 0.3}, xb[3], x0a[3], x0b[3], da[3], db[3], n[3] = {0.6, 0.8, 0}, t1[3] = {-0.8, 0.6, 0};
+  double       xa[3] = {0.1, 0.2, 0.3}, xb[3] = {0}, x0a[3] = {0}, x0b[3] = {0}, da[3], db[3], n[3] = {0.6, 0.8, 0}, t1[3] = {-0.8, 0.6, 0}; /* 2D reads two of each */
   if (d == 3) { /* a normal off the axes */
     n[0] = 0.48, n[1] = 0.64, n[2] = 0.6;
     t1[0] = -0.8, t1[1] = 0.6, t1[2] = 0;
@@ -2899,7 +2899,7 @@ static void test_pbd(int d)
 static void test_pbd_accumulated(int d)
 {
   const double ra = 0.01, rb = 0.015, ma = 2.0, mb = 3.0, wa = 1 / ma, wb = 1 / mb, mus = 0.6, muk = 0.4, w = 0.5;
-  double       xa[3] = {0.1, 0.2, 0.3}, xb[3], x0a[3], x0b[3], da[3], db[3], n[3] = {0.6, 0.8, 0}, t1[3] = {-0.8, 0.6, 0};
+  double       xa[3] = {0.1, 0.2, 0.3}, xb[3] = {0}, x0a[3] = {0}, x0b[3] = {0}, da[3], db[3], n[3] = {0.6, 0.8, 0}, t1[3] = {-0.8, 0.6, 0}; /* 2D reads two of each */
   if (d == 3) n[0] = 0.48, n[1] = 0.64, n[2] = 0.6;
   const double pen = 0.004, ln = 0.003;
   /* touching, no overlap left: the seed's friction is gone, the accumulated one holds */
