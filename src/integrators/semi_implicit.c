@@ -572,15 +572,68 @@ static void StiffReach(SemiSpecies *ss)
   }
 }
 
-static PetscErrorCode StiffBlock(Semi *se, SemiSpecies *ss, double R)
+/* The box index of the node at offset o from the node at box index L. */
+static PetscInt OffsetNode(const StiffAcc *sa, const MPMGridBox *box, PetscInt d, PetscInt L, PetscInt o)
+{
+  const PetscInt dx = o % sa->span - sa->span / 2, dy = (o / sa->span) % sa->span - sa->span / 2, dz = d == 3 ? o / (sa->span * sa->span) - sa->span / 2 : 0;
+  return L + (dz * box->gn[1] + dy) * box->gn[0] + dx;
+}
+
+/* The sequential matrix of the stiff nodes (slot order), both triangles,
+ * preallocated exactly: the accumulated blocks, and on the diagonal the
+ * mass part Pi m Pi + m (I - Pi). */
+static PetscErrorCode StiffMatrix(SemiSpecies *ss, const StiffAcc *sa)
 {
   const MPMGridBox *box = &ss->vel->box;
-  const PetscInt    d = ss->sim->dim, nb = d * d, nloc = (PetscInt)box->gn[0] * box->gn[1] * box->gn[2];
-  const double      eye3[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, eye2[4] = {1, 0, 0, 1};
+  const PetscInt    d = ss->sim->dim, nb = d * d, h = (sa->noff - 1) / 2; /* h: the centre offset, the node itself */
+  const double     *eye = d == 3 ? (const double[]){1, 0, 0, 0, 1, 0, 0, 0, 1} : (const double[]){1, 0, 0, 1};
+  PetscInt         *cnt, *nnz;
+  double            PP[9], B[9], Bt[9];
+
+  PetscFunctionBeginUser;
+  PetscCall(PetscCalloc2(ss->nstiff, &cnt, ss->nstiff * d, &nnz));
+  for (PetscInt t = 0; t < ss->nstiff; t++) {
+    cnt[t]++;
+    for (PetscInt o = h + 1; o < sa->noff; o++)
+      if (sa->used[t * sa->noff + o]) cnt[t]++, cnt[sa->slot[ss->kof[OffsetNode(sa, box, d, ss->loc[ss->sidx[t]], o)]]]++;
+  }
+  for (PetscInt t = 0; t < ss->nstiff; t++)
+    for (PetscInt a = 0; a < d; a++) nnz[t * d + a] = cnt[t] * d;
+  PetscCall(MatCreateSeqAIJ(PETSC_COMM_SELF, ss->nstiff * d, ss->nstiff * d, 0, nnz, &ss->P));
+  PetscCall(MatSetBlockSize(ss->P, d));
+  PetscCall(MatSetOption(ss->P, MAT_SYMMETRIC, PETSC_TRUE));
+  PetscCall(MatSetOption(ss->P, MAT_SPD, PETSC_TRUE));
+  PetscCall(PetscFree2(cnt, nnz));
+  for (PetscInt t = 0; t < ss->nstiff; t++) {
+    const PetscInt k = ss->sidx[t];
+    const double  *P = ss->Pi + k * nb, m = ss->m[k];
+    mpm_matmul((int)d, P, P, PP);
+    for (PetscInt o = h; o < sa->noff; o++) {
+      const double *acc = sa->acc + (t * sa->noff + o) * nb;
+      PetscInt      u;
+      if (o > h && !sa->used[t * sa->noff + o]) continue;
+      u = sa->slot[ss->kof[OffsetNode(sa, box, d, ss->loc[k], o)]];
+      for (PetscInt i = 0; i < nb; i++) B[i] = acc[i] + (o == h ? m * (PP[i] + eye[i] - P[i]) : 0);
+      PetscCall(MatSetValuesBlocked(ss->P, 1, &t, 1, &u, B, INSERT_VALUES));
+      if (o == h) continue;
+      for (PetscInt a = 0; a < d; a++)
+        for (PetscInt c = 0; c < d; c++) Bt[c * d + a] = B[a * d + c];
+      PetscCall(MatSetValuesBlocked(ss->P, 1, &u, 1, &t, Bt, INSERT_VALUES));
+    }
+  }
+  PetscCall(MatAssemblyBegin(ss->P, MAT_FINAL_ASSEMBLY));
+  PetscCall(MatAssemblyEnd(ss->P, MAT_FINAL_ASSEMBLY));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
+
+/* The stiff nodes, their block accumulated from the particles, the matrix
+ * and its factorization (the stiff KSP's set-up). */
+static PetscErrorCode StiffBlock(Semi *se, SemiSpecies *ss, double R)
+{
+  const MPMGridBox  *box = &ss->vel->box;
+  const PetscInt     d = ss->sim->dim, nloc = (PetscInt)box->gn[0] * box->gn[1] * box->gn[2];
   const PetscScalar *dg;
-  PetscInt         *cnt, *nnz, h;
-  double            blk[9], B[9], Bt[9];
-  StiffAcc          sa;
+  StiffAcc           sa;
 
   PetscFunctionBeginUser;
   PetscCall(PetscLogEventBegin(MPM_EVENT_LINEARIZE, 0, 0, 0, 0));
@@ -594,76 +647,28 @@ static PetscErrorCode StiffBlock(Semi *se, SemiSpecies *ss, double R)
   PetscCall(VecDestroy(&ss->zs));
   PetscCall(VecGetArrayRead(ss->diag, &dg));
   StiffNodes(ss, R, dg);
+  PetscCall(VecRestoreArrayRead(ss->diag, &dg));
   PetscCall(PetscFree(ss->sidx));
   PetscCall(PetscMalloc1(ss->nstiff + 1, &ss->sidx));
   sa.span = 2 * box->order + 1;
   sa.noff = d == 3 ? sa.span * sa.span * sa.span : sa.span * sa.span;
-  h       = (sa.noff - 1) / 2; /* the centre offset: the node itself */
   PetscCall(PetscMalloc1(ss->nact, &sa.slot));
   for (PetscInt k = 0, n = 0; k < ss->nact; k++) {
     sa.slot[k] = ss->kof[ss->loc[k]] >= 0 ? n : -1;
     if (sa.slot[k] >= 0) ss->sidx[n++] = k;
   }
-  if (ss->nstiff == 0) {
-    PetscCall(VecRestoreArrayRead(ss->diag, &dg));
-    PetscCall(PetscFree(sa.slot));
-    PetscCall(PetscLogEventEnd(MPM_EVENT_LINEARIZE, 0, 0, 0, 0));
-    PetscFunctionReturn(PETSC_SUCCESS);
+  if (ss->nstiff > 0) {
+    StiffReach(ss);
+    PetscCall(PetscCalloc2(ss->nstiff * sa.noff * d * d, &sa.acc, ss->nstiff * sa.noff, &sa.used));
+    PetscCall(StiffAccumulate(ss, &sa));
+    PetscCall(StiffMatrix(ss, &sa));
+    PetscCall(PetscFree2(sa.acc, sa.used));
+    PetscCall(MatCreateVecs(ss->P, &ss->rs, &ss->zs));
+    PetscCall(KSPReset(se->sksp)); /* its size changes every step */
+    PetscCall(KSPSetOperators(se->sksp, ss->P, ss->P));
+    PetscCall(KSPSetUp(se->sksp)); /* the factorization */
   }
-  StiffReach(ss);
-  PetscCall(PetscCalloc2(ss->nstiff * sa.noff * nb, &sa.acc, ss->nstiff * sa.noff, &sa.used));
-  PetscCall(StiffAccumulate(ss, &sa));
-  /* the sequential matrix of the stiff nodes (slot order), both triangles, preallocated exactly */
-  PetscCall(PetscCalloc2(ss->nstiff, &cnt, ss->nstiff * d, &nnz));
-  for (PetscInt t = 0; t < ss->nstiff; t++) {
-    cnt[t]++;
-    for (PetscInt o = h + 1; o < sa.noff; o++)
-      if (sa.used[t * sa.noff + o]) {
-        PetscInt L = ss->loc[ss->sidx[t]], oo = o, dx, dy, dz;
-        dx = oo % sa.span - sa.span / 2, oo /= sa.span;
-        dy = oo % sa.span - sa.span / 2, oo /= sa.span;
-        dz = d == 3 ? oo - sa.span / 2 : 0;
-        L += (dz * box->gn[1] + dy) * box->gn[0] + dx;
-        cnt[t]++, cnt[sa.slot[ss->kof[L]]]++;
-      }
-  }
-  for (PetscInt t = 0; t < ss->nstiff; t++)
-    for (PetscInt a = 0; a < d; a++) nnz[t * d + a] = cnt[t] * d;
-  PetscCall(MatCreateSeqAIJ(PETSC_COMM_SELF, ss->nstiff * d, ss->nstiff * d, 0, nnz, &ss->P));
-  PetscCall(MatSetBlockSize(ss->P, d));
-  PetscCall(MatSetOption(ss->P, MAT_SYMMETRIC, PETSC_TRUE));
-  PetscCall(MatSetOption(ss->P, MAT_SPD, PETSC_TRUE));
-  PetscCall(PetscFree2(cnt, nnz));
-  for (PetscInt t = 0; t < ss->nstiff; t++) {
-    const PetscInt k = ss->sidx[t];
-    const double  *P = ss->Pi + k * nb, m = ss->m[k];
-    mpm_matmul((int)d, P, P, blk);
-    for (PetscInt o = h; o < sa.noff; o++) {
-      const double *acc = sa.acc + (t * sa.noff + o) * nb;
-      PetscInt      L = ss->loc[k], oo = o, dx, dy, dz, u;
-      if (o > h && !sa.used[t * sa.noff + o]) continue;
-      dx = oo % sa.span - sa.span / 2, oo /= sa.span;
-      dy = oo % sa.span - sa.span / 2, oo /= sa.span;
-      dz = d == 3 ? oo - sa.span / 2 : 0;
-      L += (dz * box->gn[1] + dy) * box->gn[0] + dx;
-      u = sa.slot[ss->kof[L]];
-      for (PetscInt i = 0; i < nb; i++) B[i] = acc[i] + (o == h ? m * (blk[i] + (d == 3 ? eye3 : eye2)[i] - P[i]) : 0);
-      PetscCall(MatSetValuesBlocked(ss->P, 1, &t, 1, &u, B, INSERT_VALUES));
-      if (o == h) continue;
-      for (PetscInt a = 0; a < d; a++)
-        for (PetscInt c = 0; c < d; c++) Bt[c * d + a] = B[a * d + c];
-      PetscCall(MatSetValuesBlocked(ss->P, 1, &u, 1, &t, Bt, INSERT_VALUES));
-    }
-  }
-  PetscCall(VecRestoreArrayRead(ss->diag, &dg));
   PetscCall(PetscFree(sa.slot));
-  PetscCall(PetscFree2(sa.acc, sa.used));
-  PetscCall(MatAssemblyBegin(ss->P, MAT_FINAL_ASSEMBLY));
-  PetscCall(MatAssemblyEnd(ss->P, MAT_FINAL_ASSEMBLY));
-  PetscCall(MatCreateVecs(ss->P, &ss->rs, &ss->zs));
-  PetscCall(KSPReset(se->sksp)); /* its size changes every step */
-  PetscCall(KSPSetOperators(se->sksp, ss->P, ss->P));
-  PetscCall(KSPSetUp(se->sksp)); /* the factorization */
   PetscCall(PetscLogEventEnd(MPM_EVENT_LINEARIZE, 0, 0, 0, 0));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
@@ -974,7 +979,7 @@ static PetscErrorCode SemiOptions(MPMIntegrator integ, MPMSim sim)
   PetscCall(PetscOptionsBool(Opt(integ, "check_operator", o2, sizeof(o2)), "Every step, print the operator's symmetry |y'Ax - x'Ay| / |x'Ay| and its smallest Rayleigh quotient x'Ax / x'x on random vectors (tests; a symmetric solver needs both)", NULL, se->check_operator, &se->check_operator, NULL));
   PetscCall(PetscOptionsBool(Opt(integ, "definite", o3, sizeof(o3)), "Make each particle's stiffness positive semidefinite (Teran et al. 2005): compressed snow's negative rotational stiffness, linearized, blows up at large dt (false: the seed's exact Hessian)", NULL, se->definite, &se->definite, NULL));
   PetscCall(MPMOptionsReal(Opt(integ, "cfl_elastic", o4, sizeof(o4)), "dt <= this dx / (c_p sqrt(h)), h the materials' largest stiffening (snow's hardening exp(xi (1 - J_P))); 0: no limit.  Measured: 2D snowballs at dx = 1 cm and dt_max = 1e-3 s ran with 16, one blew up without (docs/validation.md, \"Snow\") [-]", NULL, se->cfl_hardened, &se->cfl_hardened, NULL));
-  PetscCall(MPMOptionsReal(Opt(integ, "stiff_ratio", o6, sizeof(o6)), "Precondition the nodes whose Jacobi diagonal exceeds this many times their mass (compacted snow) by their block of the operator, assembled from the particles and factored (-semi_implicit_stiff_pc_*: Cholesky, CHOLMOD where PETSc has it), the others by their diagonal; built after a solve of 10 or more iterations; 0: Jacobi alone, matrix-free.  Measured: R = 2 cuts the iterations 2.4x at dx = 2 cm, R = 5 by 41 %% at dx = 5 mm, at the same wall time (docs/performance.md) [-]", NULL, se->stiff_ratio, &se->stiff_ratio, NULL));
+  PetscCall(MPMOptionsReal(Opt(integ, "stiff_ratio", o6, sizeof(o6)), "Precondition the nodes whose Jacobi diagonal exceeds this many times their mass (compacted snow) by their block of the operator, assembled from the particles and factored (-semi_implicit_stiff_pc_*: Cholesky, CHOLMOD where PETSc has it), the others by their diagonal; built after a solve of 10 or more iterations; 0: Jacobi alone, matrix-free.  Measured on the 3D snowball through its impact at dx = 5 mm: R = 10 cuts the iterations by 25 %% and the time by 9 %% (docs/performance.md) [-]", NULL, se->stiff_ratio, &se->stiff_ratio, NULL));
   PetscCall(MPMOptionsReal(Opt(integ, "beta", o5, sizeof(o5)), "Implicitness of the linearized force: 0 explicit, 0.5 trapezoidal, 1 backward Euler (the seed's eq. 9; default 1, the stablest) [-]", NULL, se->beta, &se->beta, NULL));
   PetscOptionsEnd();
   se->transfer = (MPMTransfer)transfer;
