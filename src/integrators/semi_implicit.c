@@ -1006,7 +1006,10 @@ static PetscErrorCode SemiCheck(MPMIntegrator integ, MPMSim sim)
 
 /* The conjugate residual method of the seed on the symmetric system, Jacobi
  * preconditioned; the operator is matrix-free, so only preconditioners that
- * need its diagonal alone apply. */
+ * need its diagonal alone apply (-semi_implicit_pc_type jacobi or none).
+ * With -semi_implicit_stiff_ratio the steps that build the stiff block
+ * replace it by Jacobi with that block (PCSHELL, set in Solve), and the
+ * block's own solver is the KSP se->sksp. */
 static PetscErrorCode KrylovSetUp(Semi *se, MPMSim sim, const char *prefix)
 {
   static const char *const pcs[] = {PCJACOBI, PCNONE};
