@@ -7,7 +7,12 @@
 # 3d: inputs/silo_3d.yaml at its 1 cm cells, round holes of 3-6 cells, with
 # -nonsmooth_solver apgd (about 15 minutes on 2 cores).
 # Extra options for every run: MPM_SILO_ARGS (e.g. "-nonsmooth_solver apgd" in 2d);
-# other openings: MPM_SILO_OPENINGS (default "0.03 0.04 0.05 0.06" [m]).
+# other openings: MPM_SILO_OPENINGS (default "0.03 0.04 0.05 0.06" [m]);
+# another 3D deck: MPM_SILO_DECK (e.g. silo_3d_quarter.yaml, a quarter of a
+# silo 0.3 m wide, with MPM_SILO_OPENINGS="0.05 0.06 0.07 0.08 0.1 0.12" and
+# MPM_SILO_WINDOW="0.15 0.45": about 35 minutes on 2 cores); the steady
+# window for postproc/silo.py: MPM_SILO_WINDOW (default "0.2 0.6" in 2d,
+# "0.3 0.6" in 3d).
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 out=${1:-output/silo_study}
@@ -20,7 +25,7 @@ run() {
   if [ "$dim" = 3d ]; then
     r=$(python3 -c "print($D / 2)")
     # shellcheck disable=SC2086
-    "$exe" -options_file_yaml "$root/inputs/silo_3d.yaml" -nonsmooth_solver apgd -bottom_hole_radius "$r" \
+    "$exe" -options_file_yaml "$root/inputs/${MPM_SILO_DECK:-silo_3d.yaml}" -nonsmooth_solver apgd -bottom_hole_radius "$r" \
       -output_dir "$out/D$D" ${MPM_SILO_ARGS:-} > "$out/D$D.log" 2>&1
     return
   fi
@@ -39,4 +44,5 @@ wait "$a" || { echo "silo_study.sh: a run failed (see $out/D*.log)" >&2; exit 1;
 wait "$b" || { echo "silo_study.sh: a run failed (see $out/D*.log)" >&2; exit 1; }
 window=(0.2 0.6)
 [ "$dim" = 3d ] && window=(0.3 0.6) # the first grains leave the 3D domain at about 0.15 s
+[ -n "${MPM_SILO_WINDOW:-}" ] && read -r -a window <<<"$MPM_SILO_WINDOW"
 /usr/bin/python3 "$root/postproc/silo.py" "$out"/D*/ --window "${window[@]}" --json "$out/silo.json" --png "$out/beverloo.png"

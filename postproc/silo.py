@@ -7,7 +7,10 @@ fitted over the openings (docs/validation.md, "Silo discharge").
 Each RUN is an output directory of inputs/silo_2d.yaml (or a deck with the
 same two objects opening_left and opening_right) or of inputs/silo_3d.yaml
 (the object bottom with the part hole); the opening D is read from its
-run.json.  The grains that leave the domain are deleted, so the mass
+run.json.  A 3D run may be a half or a quarter of the silo: a hole centred
+on a domain face with -bc_<face> slip and no friction (a symmetry plane)
+counts that face, and Q is the whole silo's rate, the run's times 2 per
+such face.  The grains that leave the domain are deleted, so the mass
 left (history.csv) falls at the discharge rate, delayed by the constant
 fall time below the opening.  Per run:
 
@@ -48,6 +51,20 @@ def vec(s):
     return [float(v) for v in s.split(",")]
 
 
+def symmetry_factor(o):
+    """2 per frictionless slip face through the 3D hole's centre (a symmetry plane)."""
+    if "bottom_hole_center" not in o or "domain_lo" not in o:
+        return 1
+    c, lo, hi = vec(o["bottom_hole_center"]), vec(o["domain_lo"]), vec(o["domain_hi"])
+    n = 1
+    for a, name in ((0, "x"), (2, "z")):
+        for side, wall in (("lo", lo), ("hi", hi)):
+            face = "bc_%s%s" % (name, side)
+            if abs(c[a] - wall[a]) < 1e-12 and o.get(face) == "slip" and float(o.get(face + "_friction", o.get("bc_friction", "0"))) == 0:
+                n *= 2
+    return n
+
+
 def discharge(run, t0, t1):
     """The run's opening, cell, density, dim and its discharge rate over [t0, t1]."""
     o = options(run)
@@ -60,14 +77,15 @@ def discharge(run, t0, t1):
     sel = (t >= t0) & (t <= t1)
     if sel.sum() < 8:
         raise SystemExit("%s: only %d history rows in [%g, %g] s (run longer, or lower -history_interval)" % (run, sel.sum(), t0, t1))
-    Q = -np.polyfit(t[sel], m[sel], 1)[0]
+    sym = symmetry_factor(o)
+    Q = -sym * np.polyfit(t[sel], m[sel], 1)[0]
     edges = np.linspace(t0, t1, 5)
     parts = []
     for a, b in zip(edges[:-1], edges[1:]):
         s = (t >= a) & (t <= b)
-        parts.append(-np.polyfit(t[s], m[s], 1)[0] if s.sum() >= 2 else float("nan"))
+        parts.append(-sym * np.polyfit(t[s], m[s], 1)[0] if s.sum() >= 2 else float("nan"))
     mat = o["materials"].split(",")[0]
-    return {"run": run, "D": D, "h": float(o["dx"]), "rho": float(o[mat + "_density"]), "dim": int(o.get("dim", "2")), "Q": Q, "Q_parts": parts,
+    return {"run": run, "D": D, "h": float(o["dx"]), "rho": float(o[mat + "_density"]), "dim": int(o.get("dim", "2")), "Q": Q, "Q_parts": parts, "symmetry": sym,
             "steady_dev": float(np.max(np.abs(np.array(parts) / Q - 1))), "mass_left": float(m[-1] / m[0])}
 
 

@@ -17,7 +17,7 @@ for path in decks:
     coarse = {"landslide_3d.yaml": ["-dx", "0.05"], "snowball_wall_3d.yaml": ["-dx", "0.02"], "dam_breach_3d.yaml": ["-dx", "0.03"],  # 16 M, 310 k and 605 k particles at their own dx
               "crater_3d.yaml": ["-dx", "0.02", "-domain_hi", "0.2,0.14,0.2"],  # the impact's friction solves: ~10 s per step at its own dx
               "pbd_bench_3d.yaml": ["-block_hi", "0.1,0.1,0.1"],  # 1 M grains: 8,000
-              "silo_3d.yaml": ["-nonsmooth_max_it", "50"]}.get(rel, [])  # the release from rest: 1,000 sweeps, 19 s on 2 ranks; the deck is tested here, not the solve
+              "silo_3d.yaml": ["-nonsmooth_max_it", "50"], "silo_3d_quarter.yaml": ["-nonsmooth_max_it", "50"]}.get(rel, [])  # the release from rest: 1,000 sweeps, 19 s on 2 ranks; the deck is tested here, not the solve
     p = T.run_deck(rel, 2, out, "-max_steps", steps, *coarse, check=False)
     ok = p.returncode == 0
     c.true("%s runs %d steps" % (rel, steps), ok, "" if ok else p.stderr[-300:])
