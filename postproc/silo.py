@@ -120,7 +120,10 @@ def plot(runs, fit, png):
         h = mpmio.history(r["run"])
         ax[0].plot(h["t"], h["mass"], label="D = %.3f m" % r["D"])
     ax[0].set_xlabel("t [s]")
-    ax[0].set_ylabel("mass left [kg/m]" if runs[0]["dim"] == 2 else "mass left [kg]")
+    ylabel = "mass left [kg/m]" if runs[0]["dim"] == 2 else "mass left [kg]"
+    if runs[0].get("symmetry", 1) > 1:
+        ylabel = "mass left in the run (1/%d of the silo) [kg]" % runs[0]["symmetry"]
+    ax[0].set_ylabel(ylabel)
     ax[0].legend()
     ax[0].set_title("discharge")
     Dd = np.linspace(D.min() * 0.8, D.max() * 1.1, 100)
