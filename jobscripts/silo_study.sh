@@ -9,8 +9,9 @@
 # Extra options for every run: MPM_SILO_ARGS (e.g. "-nonsmooth_solver apgd" in 2d);
 # other openings: MPM_SILO_OPENINGS (default "0.03 0.04 0.05 0.06" [m]);
 # another 3D deck: MPM_SILO_DECK (e.g. silo_3d_quarter.yaml, a quarter of a
-# silo 0.3 m wide, with MPM_SILO_OPENINGS="0.05 0.06 0.07 0.08 0.1 0.12" and
-# MPM_SILO_WINDOW="0.15 0.45": about 35 minutes on 2 cores); the steady
+# silo 0.3 m wide, with MPM_SILO_OPENINGS="0.045 0.06 0.075 0.09 0.105 0.12",
+# MPM_SILO_WINDOW="0.25 0.5" and MPM_SILO_ARGS="-dx 0.0075 -history_interval 1":
+# holes of 6-16 cells, about 35 minutes on 2 cores); the steady
 # window for postproc/silo.py: MPM_SILO_WINDOW (default "0.2 0.6" in 2d,
 # "0.3 0.6" in 3d).
 set -euo pipefail
