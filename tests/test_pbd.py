@@ -58,12 +58,13 @@ wall are unit-tested in test_kernels (section 15); here the whole solver:
    0.8 mu_s), measured by postproc/pbd_pile.py (both flanks).  Seeds 1-3
    of this reduced cone (2026-11-28) stood at 16.7-18.3 deg (mu_s 0.2)
    and 20.4-25.0 deg (mu_s 1), 13.3-13.7 and 18.8-21.4 grains high: the
-   mu_s = 0.2 cone within 2 deg of those seeds' mean (17.5 deg, the issue's
-   repeatability; with one frame at the end instead of one every 0.25 s
-   (the driver ends steps at frame times, to roundoff) the test's run is
-   a fourth realization: 18.3 deg), the rough cone steeper by at least 3 deg and taller by
-   at least 25 % (the friction, not the pour, sets the pile).  The full
-   cone's curve (16-22 deg for mu_s 0.2-1) is the study's.
+   mu_s = 0.2 cone within 2 deg of those seeds' mean (17.5 deg, the
+   issue's repeatability; with one frame at the end instead of one every
+   0.25 s, and the driver ending steps at frame times to roundoff, the
+   test's run is a fourth realization: 18.3 deg), the rough cone steeper
+   by at least 3 deg and taller by at least 25 % (the friction, not the
+   pour, sets the pile).  The full cone's curve (16-22 deg for mu_s 0.2-1)
+   is the study's.
 6. A dynamic body on grains (verification/pbd_body.yaml): a disk of
    1.26 kg/m dropped onto a bed of 240 grains.  Momentum of grains and disk
    between history rows: d(P + M v)/dt = (m + M) g - F_walls to 1e-8 of
@@ -83,6 +84,7 @@ wall are unit-tested in test_kernels (section 15); here the whole solver:
 """
 import numpy as np
 import mpmtest as T
+import pbd_pile  # postproc/ (mpmtest puts it on the path)
 
 c = T.Checks("position-based grains (-integrator pbd)")
 
@@ -243,7 +245,6 @@ bal = max(abs((h["momentum_" + a][k] - h["momentum_" + a][k - 1]) / (h["t"][k] -
           for k in range(1, len(h["t"])) for i, (a, g_a) in enumerate((("x", 0.0), ("y", -9.81))))
 c.within("hourglass: |dP/dt - M g + sum F_objects| / weight", bal, 0, 1e-8)
 # 5c. the pile angle against the friction coefficient, reduced: the poured cone at mu_s 0.2 and 1
-import pbd_pile  # postproc/ (mpmtest puts it on the path)
 cone = {}
 for mu in (0.2, 1.0):
     out = T.outdir("pbd_cone_mu%g" % mu)
