@@ -416,6 +416,7 @@ typedef enum {
   MPM_DT_ELASTIC,  /* elastic wave speed (-cfl_elastic) */
   MPM_DT_HARDENED, /* hardened elastic wave speed (snow) */
   MPM_DT_GRAVITY,  /* free fall over a cell (nonsmooth) */
+  MPM_DT_RESIDUAL, /* drift of grains held within the solve's tolerance (nonsmooth) */
   MPM_DT_SOLVER,   /* cap after a failed implicit solve */
   MPM_DT_NSTABLE,
   MPM_DT_OUTPUT = MPM_DT_NSTABLE, /* shortened to land on an output time */

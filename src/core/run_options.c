@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
-const char *const MPMDtLimitNames[] = {"dt_max", "dt", "cfl", "elastic", "hardened", "gravity", "solver_cap", "output", "t_end", "retry"};
+const char *const MPMDtLimitNames[] = {"dt_max", "dt", "cfl", "elastic", "hardened", "gravity", "residual", "solver_cap", "output", "t_end", "retry"};
 
 static PetscErrorCode ReadTimeOptions(MPMSim sim, PetscOptionItems *PetscOptionsObject)
 {

@@ -36,7 +36,7 @@
 #define NS_NB_MAX 27 /* velocity nodes a stress node sees: 3^d */
 
 typedef struct {
-  double          phi_max, tol, cfl_gravity, decompaction, omega;
+  double          phi_max, tol, cfl_gravity, cfl_residual, decompaction, omega;
   PetscInt        max_it, max_newton, solver;
   MPMStressFields f;
   PetscInt        f_lambda; /* particle field: the stress of its node at the last step */
@@ -54,6 +54,7 @@ typedef struct {
   double         *Ninv;                    /* per owned node, anisotropic: the change of variables' inverse (n x n); W and lambda are then W~, lambda~ */
   double          dt;
   double          scale;                /* rho g L [Pa]: the tolerance's unit (with tol_stress, at least) */
+  double          extent;               /* L [m]: the domain's extent along gravity (scale's L) */
   PetscBool       tol_stress;           /* -nonsmooth_tol_stress: the unit is the larger of rho g L and the largest nodal pressure */
   PetscBool       frames;               /* particle frames, splitting and merging (D s. 5.3) */
   MPMResample     rs;
@@ -95,7 +96,8 @@ static PetscErrorCode NonsmoothOptions(MPMIntegrator integ, MPMSim sim)
   ns->max_it      = 1000;
   ns->max_newton  = 50;
   ns->omega       = 1.0;
-  ns->cfl_gravity = 0.5;
+  ns->cfl_gravity  = 0.5;
+  ns->cfl_residual = 0; /* off: the studies in docs/ were run without it */
   ns->rs.split_ratio = 2.0;
   ns->rs.merge_ratio = 2.0;
   ns->rs.min_volume  = -1; /* by dimension, in the set-up: half and twice the volume of the default seeding, 2 particles per cell and axis */
@@ -118,6 +120,10 @@ static PetscErrorCode NonsmoothOptions(MPMIntegrator integ, MPMSim sim)
   PetscCall(MPMOptionsReal("-decompaction", "Fraction of a dual cell's excess over phi_max that must expand back in one step (0: the seed's clamp k >= 0, which keeps the step dissipative but lets over-full cells stay) [-]",
                            NULL, ns->decompaction, &ns->decompaction, NULL));
   PetscCall(MPMOptionsReal("-cfl_gravity", "dt <= sqrt(cfl_gravity dx / |g|): material at rest falls at most this many cells in one step [-]", NULL, ns->cfl_gravity, &ns->cfl_gravity, NULL));
+  PetscCall(MPMOptionsReal("-cfl_residual",
+                           "dt <= dx sqrt(cfl_residual / (tol |g| L)): grains held by a stress that is off by the tolerance (tol rho g L) slip at most this many cells in one step "
+                           "(0: no such limit; 1e-4 kept the top of an a = 0.5 collapse at L0/128 within 0.4 %, docs/design/nonsmooth.md, \"Convergence\") [-]",
+                           NULL, ns->cfl_residual, &ns->cfl_residual, NULL));
   PetscCall(PetscOptionsBool("-monitor", "Print the friction problem's residual (over rho g L) after every Gauss-Seidel sweep or APGD step, as -ksp_monitor does (over the largest nodal pressure where -nonsmooth_tol_stress applies)", NULL, ns->monitor, &ns->monitor, NULL));
   PetscCall(PetscOptionsBool("-frames", "Particle frames with splitting and merging (D s. 5.3): each particle's ellipsoid moves with the flow; stretched particles split, elongated pairs merge", NULL,
                              ns->frames, &ns->frames, NULL));
@@ -161,6 +167,7 @@ static PetscErrorCode NonsmoothCheck(MPMIntegrator integ, MPMSim sim)
   PetscCheck(ns->omega == 1.0 || ns->solver == NS_SOLVER_GS, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_omega relaxes the Gauss-Seidel; allowed with -nonsmooth_solver gs, got apgd");
   PetscCheck(ns->decompaction >= 0 && ns->decompaction <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_decompaction must be in [0, 1], got %g", ns->decompaction);
   PetscCheck(ns->cfl_gravity > 0 && ns->cfl_gravity <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_cfl_gravity must be in (0, 1], got %g", ns->cfl_gravity);
+  PetscCheck(ns->cfl_residual >= 0 && ns->cfl_residual <= 1, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_cfl_residual must be in [0, 1] (0: off), got %g", ns->cfl_residual);
   PetscCheck(ns->rs.split_ratio >= 1.5 && ns->rs.split_ratio <= 100, sim->comm, PETSC_ERR_USER_INPUT,
              "-nonsmooth_split_ratio must be in [1.5, 100] (a particle starts at 1; below 1.5 its halves would split again at once), got %g", ns->rs.split_ratio);
   PetscCheck(ns->rs.merge_ratio >= 1 && ns->rs.merge_ratio <= 100, sim->comm, PETSC_ERR_USER_INPUT, "-nonsmooth_merge_ratio must be in [1, 100], got %g", ns->rs.merge_ratio);
@@ -177,6 +184,25 @@ static PetscErrorCode NonsmoothCheck(MPMIntegrator integ, MPMSim sim)
  * deeper: the next step's collision would correct its velocity, not its
  * position) */
 static PetscBool InsideObject(void *ctx, const double *x) { return MPMCollidersNear((MPMColliders)ctx, 0, x, 0.0); }
+
+/* Grains at rest held by a stress off by the tolerance, tol rho g L, drift
+ * by tol (L / h) g dt^2 / h cells a step (NonsmoothStableDt).  Warn before
+ * the first step when the longest step allows more than 1e-3 cells: there
+ * the undisturbed top of an a = 0.5 collapse sank by 15 % (L0/128, dt 1e-3
+ * s), where 4e-4 (L0/64) kept it within 0.6 %. */
+static PetscErrorCode WarnDrift(const Nonsmooth *ns, MPMSim sim, double g)
+{
+  const double h = sim->layout.h, dt = sim->dt_fixed > 0 ? sim->dt_fixed : PetscMin(sim->dt_max, sqrt(ns->cfl_gravity * h / g));
+  const double drift = ns->tol * g * ns->extent * dt * dt / (h * h);
+
+  PetscFunctionBeginUser;
+  if (g > 0 && ns->cfl_residual == 0 && drift > 1e-3)
+    PetscCall(MPMWarn(sim->comm,
+                      "-nonsmooth_tol %g (of rho g L, L = %g m) lets grains at rest drift by up to %.2g cells a step at dx %g m and dt %g s; above 1e-3 a collapse's undisturbed top sank by 15 %% "
+                      "(docs/design/nonsmooth.md, \"Convergence\"): add -nonsmooth_cfl_residual 1e-4, or lower -nonsmooth_tol",
+                      ns->tol, ns->extent, drift, h, dt));
+  PetscFunctionReturn(PETSC_SUCCESS);
+}
 
 static PetscErrorCode NonsmoothSetUp(MPMIntegrator integ, MPMSim sim)
 {
@@ -231,7 +257,9 @@ static PetscErrorCode NonsmoothSetUp(MPMIntegrator integ, MPMSim sim)
     const double ext = sim->layout.hi[a] - sim->layout.lo[a];
     L = g > 0 ? L + fabs(sim->gravity[a]) / sqrt(g) * ext : PetscMax(L, ext);
   }
-  ns->scale = rho * (g > 0 ? sqrt(g) : 9.81) * L;
+  ns->scale  = rho * (g > 0 ? sqrt(g) : 9.81) * L;
+  ns->extent = L;
+  PetscCall(WarnDrift(ns, sim, sqrt(g)));
   {
     static const char *const names[NS_NSTAT] = {"dcfp_its", "dcfp_residual", "dcfp_failsafe", "dcfp_nodes", "dcfp_unconverged"};
     ns->st.n                                 = NS_NSTAT;
@@ -250,6 +278,11 @@ static double NonsmoothStableDt(MPMIntegrator integ, const MPMSim sim, double vm
   if (MPMIntegratorFixedDt(sim, why) > 0) return sim->dt_fixed;
   for (PetscInt a = 0; a < sim->dim; a++) g += sim->gravity[a] * sim->gravity[a];
   if (g > 0) dt = MPMDtMin(dt, why, sqrt(ns->cfl_gravity * h / sqrt(g)), MPM_DT_GRAVITY);
+  /* The solve leaves up to tol rho g L of stress unbalanced, which moves
+     grains at rest by tol (L / h) g dt^2 / h cells a step, always the same
+     way: at L0/128 and dt 1e-3 s the undisturbed top of an a = 0.5 collapse
+     sank by 15 % in 0.57 s.  At a fixed step the drift grows as 1 / h^2. */
+  if (g > 0 && ns->cfl_residual > 0) dt = MPMDtMin(dt, why, h * sqrt(ns->cfl_residual / (ns->tol * sqrt(g) * ns->extent)), MPM_DT_RESIDUAL);
   const double vbody = MPMCollidersBodiesSpeed(sim->colliders); /* once: PetscMax is a macro */
   vmax               = PetscMax(vmax, vbody);
   if (vmax > 0) dt = MPMDtMin(dt, why, sim->cfl * h / vmax, MPM_DT_CFL);
