@@ -122,7 +122,7 @@ static PetscErrorCode NonsmoothOptions(MPMIntegrator integ, MPMSim sim)
   PetscCall(MPMOptionsReal("-cfl_gravity", "dt <= sqrt(cfl_gravity dx / |g|): material at rest falls at most this many cells in one step [-]", NULL, ns->cfl_gravity, &ns->cfl_gravity, NULL));
   PetscCall(MPMOptionsReal("-cfl_residual",
                            "dt <= dx sqrt(cfl_residual / (tol |g| L)): grains held by a stress that is off by the tolerance (tol rho g L) slip at most this many cells in one step "
-                           "(0: no such limit; 1e-4 kept the top of an a = 0.5 collapse at L0/128 within 0.4 %, docs/design/nonsmooth.md, \"Convergence\") [-]",
+                           "(0: no such limit; 1e-4 kept the top of an a = 0.5 collapse at L0/128 within 0.4 %, docs/design/nonsmooth.md, \"The tolerance at fine cells\") [-]",
                            NULL, ns->cfl_residual, &ns->cfl_residual, NULL));
   PetscCall(PetscOptionsBool("-monitor", "Print the friction problem's residual (over rho g L) after every Gauss-Seidel sweep or APGD step, as -ksp_monitor does (over the largest nodal pressure where -nonsmooth_tol_stress applies)", NULL, ns->monitor, &ns->monitor, NULL));
   PetscCall(PetscOptionsBool("-frames", "Particle frames with splitting and merging (D s. 5.3): each particle's ellipsoid moves with the flow; stretched particles split, elongated pairs merge", NULL,
@@ -192,14 +192,16 @@ static PetscBool InsideObject(void *ctx, const double *x) { return MPMCollidersN
  * s), where 4e-4 (L0/64) kept it within 0.6 %. */
 static PetscErrorCode WarnDrift(const Nonsmooth *ns, MPMSim sim, double g)
 {
-  const double h = sim->layout.h, dt = sim->dt_fixed > 0 ? sim->dt_fixed : PetscMin(sim->dt_max, sqrt(ns->cfl_gravity * h / g));
-  const double drift = ns->tol * g * ns->extent * dt * dt / (h * h);
+  const double h = sim->layout.h;
 
   PetscFunctionBeginUser;
-  if (g > 0 && ns->cfl_residual == 0 && drift > 1e-3)
+  if (g <= 0 || ns->cfl_residual > 0) PetscFunctionReturn(PETSC_SUCCESS);
+  const double dt    = sim->dt_fixed > 0 ? sim->dt_fixed : PetscMin(sim->dt_max, sqrt(ns->cfl_gravity * h / g));
+  const double drift = ns->tol * g * ns->extent * dt * dt / (h * h);
+  if (drift > 1e-3)
     PetscCall(MPMWarn(sim->comm,
                       "-nonsmooth_tol %g (of rho g L, L = %g m) lets grains at rest drift by up to %.2g cells a step at dx %g m and dt %g s; above 1e-3 a collapse's undisturbed top sank by 15 %% "
-                      "(docs/design/nonsmooth.md, \"Convergence\"): add -nonsmooth_cfl_residual 1e-4, or lower -nonsmooth_tol",
+                      "(docs/design/nonsmooth.md, \"The tolerance at fine cells\"): add -nonsmooth_cfl_residual 1e-4, or lower -nonsmooth_tol",
                       ns->tol, ns->extent, drift, h, dt));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
