@@ -101,7 +101,8 @@ Coulomb problem is tested in test_kernels, section 11.
    flowing layer stops where tan(theta) = mu = sqrt(J2)/p: phi with the
    repose cone, atan(sin phi) = 26.6 deg with the plane-strain cone (as
    the explicit solver's piles, test_sand_pile).  Measured 29.9 deg
-   (docs/validation.md, "Sand pile").
+   on 2026-11-26 (docs/validation.md, "Sand pile"), 30.8 deg in CI on
+   2026-11-28 with the solver's defaults since.
 10. 3D (inputs/column_collapse_3d.yaml, 12,350 particles, 27 colours, the
    walls' friction in the solve), 4 steps: Gauss-Seidel at 1 and 2 ranks
    takes the same sweeps and the same positions within 1e-9 m; APGD on 2
