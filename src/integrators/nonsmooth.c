@@ -54,7 +54,7 @@ typedef struct {
   double         *Ninv;                    /* per owned node, anisotropic: the change of variables' inverse (n x n); W and lambda are then W~, lambda~ */
   double          dt;
   double          scale;                /* rho g L [Pa]: the tolerance's unit (with tol_stress, at least) */
-  double          extent;               /* L [m]: the domain's extent along gravity (scale's L) */
+  double          dt_drift;             /* -nonsmooth_cfl_residual's step limit [s] (0: off; DriftStep) */
   PetscBool       tol_stress;           /* -nonsmooth_tol_stress: the unit is the larger of rho g L and the largest nodal pressure */
   PetscBool       frames;               /* particle frames, splitting and merging (D s. 5.3) */
   MPMResample     rs;
@@ -185,24 +185,33 @@ static PetscErrorCode NonsmoothCheck(MPMIntegrator integ, MPMSim sim)
  * position) */
 static PetscBool InsideObject(void *ctx, const double *x) { return MPMCollidersNear((MPMColliders)ctx, 0, x, 0.0); }
 
-/* Grains at rest held by a stress off by the tolerance, tol rho g L, drift
- * by tol (L / h) g dt^2 / h cells a step (NonsmoothStableDt).  Warn before
- * the first step when the longest step allows more than 1e-3 cells: there
- * the undisturbed top of an a = 0.5 collapse sank by 15 % (L0/128, dt 1e-3
- * s), where 4e-4 (L0/64) kept it within 0.6 %. */
-static PetscErrorCode WarnDrift(const Nonsmooth *ns, MPMSim sim, double g)
+/* The solve leaves up to tol rho g L of stress unbalanced, the same way
+ * every step, so grains at rest (|g| = g, extent L along it) drift by
+ *
+ *   tol (L / h) g dt^2 / h   cells a step,
+ *
+ * which grows as 1 / h^2 at a fixed step: at L0/128 and dt 1e-3 s the
+ * undisturbed top of an a = 0.5 collapse sank by 15 % in 0.57 s, where 4e-4
+ * cells a step (L0/64) kept it within 0.6 %.  DriftCells is that drift,
+ * DriftStep the step that drifts the given cells (-nonsmooth_cfl_residual). */
+static double DriftCells(const Nonsmooth *ns, double g, double L, double h, double dt) { return ns->tol * g * L * dt * dt / (h * h); }
+static double DriftStep(const Nonsmooth *ns, double g, double L, double h, double cells) { return h * sqrt(cells / (ns->tol * g * L)); }
+
+/* Without -nonsmooth_cfl_residual, warn before the first step when the
+ * longest step allows grains at rest to drift more than 1e-3 cells a step. */
+static PetscErrorCode WarnDrift(const Nonsmooth *ns, MPMSim sim, double g, double L)
 {
   const double h = sim->layout.h;
 
   PetscFunctionBeginUser;
   if (g <= 0 || ns->cfl_residual > 0) PetscFunctionReturn(PETSC_SUCCESS);
   const double dt    = sim->dt_fixed > 0 ? sim->dt_fixed : PetscMin(sim->dt_max, sqrt(ns->cfl_gravity * h / g));
-  const double drift = ns->tol * g * ns->extent * dt * dt / (h * h);
+  const double drift = DriftCells(ns, g, L, h, dt);
   if (drift > 1e-3)
     PetscCall(MPMWarn(sim->comm,
                       "-nonsmooth_tol %g (of rho g L, L = %g m) lets grains at rest drift by up to %.2g cells a step at dx %g m and dt %g s; above 1e-3 a collapse's undisturbed top sank by 15 %% "
                       "(docs/design/nonsmooth.md, \"The tolerance at fine cells\"): add -nonsmooth_cfl_residual 1e-4, or lower -nonsmooth_tol",
-                      ns->tol, ns->extent, drift, h, dt));
+                      ns->tol, L, drift, h, dt));
   PetscFunctionReturn(PETSC_SUCCESS);
 }
 
@@ -259,9 +268,9 @@ static PetscErrorCode NonsmoothSetUp(MPMIntegrator integ, MPMSim sim)
     const double ext = sim->layout.hi[a] - sim->layout.lo[a];
     L = g > 0 ? L + fabs(sim->gravity[a]) / sqrt(g) * ext : PetscMax(L, ext);
   }
-  ns->scale  = rho * (g > 0 ? sqrt(g) : 9.81) * L;
-  ns->extent = L;
-  PetscCall(WarnDrift(ns, sim, sqrt(g)));
+  ns->scale    = rho * (g > 0 ? sqrt(g) : 9.81) * L;
+  ns->dt_drift = g > 0 && ns->cfl_residual > 0 ? DriftStep(ns, sqrt(g), L, sim->layout.h, ns->cfl_residual) : 0;
+  PetscCall(WarnDrift(ns, sim, sqrt(g), L));
   {
     static const char *const names[NS_NSTAT] = {"dcfp_its", "dcfp_residual", "dcfp_failsafe", "dcfp_nodes", "dcfp_unconverged"};
     ns->st.n                                 = NS_NSTAT;
@@ -271,7 +280,8 @@ static PetscErrorCode NonsmoothSetUp(MPMIntegrator integ, MPMSim sim)
 }
 
 /* No elastic limit: CFL on the fastest particle, material at rest falling
- * at most cfl_gravity cells, the user's maximum. */
+ * at most cfl_gravity cells, the drift limit if asked for, the user's
+ * maximum. */
 static double NonsmoothStableDt(MPMIntegrator integ, const MPMSim sim, double vmax, MPMDtLimit *why)
 {
   const Nonsmooth *ns = (const Nonsmooth *)integ->data;
@@ -280,11 +290,7 @@ static double NonsmoothStableDt(MPMIntegrator integ, const MPMSim sim, double vm
   if (MPMIntegratorFixedDt(sim, why) > 0) return sim->dt_fixed;
   for (PetscInt a = 0; a < sim->dim; a++) g += sim->gravity[a] * sim->gravity[a];
   if (g > 0) dt = MPMDtMin(dt, why, sqrt(ns->cfl_gravity * h / sqrt(g)), MPM_DT_GRAVITY);
-  /* The solve leaves up to tol rho g L of stress unbalanced, which moves
-     grains at rest by tol (L / h) g dt^2 / h cells a step, always the same
-     way: at L0/128 and dt 1e-3 s the undisturbed top of an a = 0.5 collapse
-     sank by 15 % in 0.57 s.  At a fixed step the drift grows as 1 / h^2. */
-  if (g > 0 && ns->cfl_residual > 0) dt = MPMDtMin(dt, why, h * sqrt(ns->cfl_residual / (ns->tol * sqrt(g) * ns->extent)), MPM_DT_RESIDUAL);
+  if (ns->dt_drift > 0) dt = MPMDtMin(dt, why, ns->dt_drift, MPM_DT_RESIDUAL); /* grains held within the tolerance (DriftStep) */
   const double vbody = MPMCollidersBodiesSpeed(sim->colliders); /* once: PetscMax is a macro */
   vmax               = PetscMax(vmax, vbody);
   if (vmax > 0) dt = MPMDtMin(dt, why, sim->cfl * h / vmax, MPM_DT_CFL);
